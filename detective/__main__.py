@@ -1,0 +1,3 @@
+from detective.cli import main
+
+main()
