@@ -1,0 +1,135 @@
+"""Per-file pass: source text -> FileSummary (scopes, calls, classes, candidates).
+
+Runs in worker processes; everything it returns is plain data. Names that refer to
+this file are resolved here (``local:helper`` -> ``#helper``), so the cross-file pass
+only has to follow imports.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from detective.lint.context import Context
+from detective.lint.model import Candidate, CallRef, FileSummary
+from detective.lint.positions import LineIndex, resolve_offsets
+from detective.lint.rule import all_rules
+
+_SUPPRESS = re.compile(
+    r"#\s*(?:noqa(?::\s*(?P<noqa>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
+    r"|detective:\s*ignore(?:\[(?P<ignore>[^\]]*)\])?)",
+    re.IGNORECASE,
+)
+
+
+class SourceError(Exception):
+    """The file cannot be linted; the message is one line for the user."""
+
+
+def decode(raw: bytes) -> str:
+    if b"\0" in raw:
+        raise SourceError("cannot read: binary file (contains NUL bytes)")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def analyze(source: str, path: str, module: str, root: str, is_package: bool = False,
+            extra_roots=()) -> FileSummary:
+    try:
+        tree = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        message = str(exc).strip().splitlines()[0]
+        raise SourceError(f"cannot parse: {message} (line {exc.raw_line}, column {exc.raw_column + 1})") from None
+    except (RecursionError, MemoryError) as exc:
+        raise SourceError(f"cannot parse: {type(exc).__name__}") from None
+
+    context = Context(module, is_package, all_rules(), extra_roots=extra_roots)
+    tree.visit(context)
+    return _summarise(context, tree, source, path, module, root, is_package)
+
+
+def _summarise(context: Context, tree: cst.Module, source: str, path: str, module: str,
+               root: str, is_package: bool) -> FileSummary:
+    candidates = [i for i in context.items if i.kind == "candidate"]
+    wanted = list(context.anchors.values()) + [i.payload[2] for i in candidates]
+    offsets = resolve_offsets(tree, wanted)
+    lines = LineIndex(source)
+
+    def where(node) -> tuple[int, int]:
+        offset = offsets.get(id(node))
+        return lines.position(offset) if offset is not None else (0, 0)
+
+    summary = FileSummary(path=path, module=module, root=root, is_package=is_package,
+                          imports=dict(context.imports))
+    for qualname, scope in context.scopes.items():
+        anchor = context.anchors.get(qualname)
+        if anchor is not None:
+            scope.line = where(anchor)[0]
+        summary.scopes[qualname] = scope
+    for qualname, info in context.classes.items():
+        info.line = where(context.anchors[f"class:{qualname}"])[0]
+        info.bases = [b for b in (_resolve_local(context, b, "<module>") for b in info.bases) if b]
+        info.attr_types = {
+            attr: resolved
+            for attr, target in info.attr_types.items()
+            if (resolved := _resolve_local(context, target, "<module>"))
+        }
+        summary.classes[qualname] = info
+
+    seen: set[tuple[str, str]] = set()
+    for item in context.items:
+        if item.kind != "call":
+            continue
+        target = _resolve_local(context, item.payload[0], item.scope)
+        if target and (item.scope, target) not in seen:
+            seen.add((item.scope, target))
+            summary.scopes[item.scope].calls.append(CallRef(target, 0))
+    for scope, ref, _node in context.compile_targets:
+        target = _resolve_local(context, ref.target, scope)
+        if target:
+            summary.compile_targets.append((scope, CallRef(target, 0)))
+
+    for item in candidates:
+        code, message, node = item.payload
+        line, column = where(node)
+        summary.candidates.append(Candidate(code, message, line, column, item.scope))
+    summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
+    summary.suppressions = parse_suppressions(source)
+    return summary
+
+
+def _resolve_local(context: Context, target: str, scope_qualname: str) -> str | None:
+    """``local:name.rest`` -> ``#qualname.rest`` when defined in this file, else None."""
+    if not target.startswith("local:"):
+        return target
+    head, _, rest = target[len("local:"):].partition(".")
+    scope = context.scopes.get(scope_qualname)
+    while scope is not None:
+        prefix = "" if scope.qualname == "<module>" else f"{scope.qualname}."
+        candidate = f"{prefix}{head}"
+        if candidate in context.scopes or candidate in context.classes:
+            return f"#{candidate}.{rest}" if rest else f"#{candidate}"
+        scope = context.scopes.get(scope.parent) if scope.parent else None
+    return None
+
+
+def parse_suppressions(source: str) -> dict[int, frozenset[str] | None]:
+    """Line -> suppressed codes (None: every code) from noqa / detective: ignore comments."""
+    found: dict[int, frozenset[str] | None] = {}
+    if "noqa" not in source and "detective:" not in source:
+        return found
+    for number, text in enumerate(source.splitlines(), start=1):
+        if "#" not in text:
+            continue
+        for match in _SUPPRESS.finditer(text):
+            codes_text = match.group("noqa") or match.group("ignore")
+            if codes_text is None or not codes_text.strip():
+                found[number] = None
+                continue
+            codes = frozenset(c.upper() for c in re.split(r"[\s,]+", codes_text.strip()) if c)
+            previous = found.get(number, frozenset())
+            found[number] = None if previous is None else previous | codes
+    return found

@@ -1,0 +1,222 @@
+"""Cross-file pass: which scopes are traced, and by which chain of calls.
+
+Nodes are ``(path, qualname)`` scopes from every FileSummary. Roots are scopes traced
+on their own (compile decorators and targets, nn.Module.forward, step loops,
+configured roots); edges are resolved calls. The shortest path from any root gives
+the chain printed with a finding in a helper.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import networkx as nx
+
+from detective.lint.model import FileSummary
+
+Node = tuple[str, str]  # (path, qualname)
+
+# External classes that are nn.Module subclasses.
+MODULE_BASES = (
+    "torch.nn.", "lightning.", "pytorch_lightning.", "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
+)
+TRACED_METHODS = ("forward", "__call__")
+_MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
+
+
+@dataclass
+class Reach:
+    root_reason: dict[Node, str]
+    paths: dict[Node, list[Node]]  # root ... node, for every traced node
+
+
+class Project:
+    def __init__(self, summaries: list[FileSummary]):
+        self.files = {s.path: s for s in summaries}
+        self.by_module: dict[str, list[FileSummary]] = {}
+        for summary in summaries:
+            self.by_module.setdefault(summary.module, []).append(summary)
+        self._module_class: dict[Node, bool] = {}
+
+    # ------------------------------------------------------------------ resolution
+    def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
+                depth: int = 0) -> Node | None:
+        """A call target (``#q``, ``self.m``, ``pkg.mod.f``) -> scope node, if in the project."""
+        if depth > _MAX_DEPTH:
+            return None
+        if target.startswith("#"):
+            return self._in_file(origin, target[1:].split("."), depth)
+        if target.startswith("self."):
+            if class_name is None:
+                return None
+            parts = target.split(".")[1:]
+            if len(parts) == 1:
+                method = self.find_method((origin.path, class_name), parts[0])
+                if method is not None:
+                    return method
+                parts = [parts[0], "__call__"]  # self.block(x): a callable attribute
+            attr_class = self._attr_class((origin.path, class_name), parts[0])
+            if attr_class is None:
+                return None
+            method = parts[1]
+            found = self.find_method(attr_class, method)
+            if found is None and method == "__call__":
+                found = self.find_method(attr_class, "forward")
+            return found
+        if target.startswith("super."):
+            if class_name is None:
+                return None
+            for base in self.bases((origin.path, class_name)):
+                found = self.find_method(base, target.split(".", 1)[1])
+                if found is not None:
+                    return found
+            return None
+        return self._dotted(target, origin, depth)
+
+    def _dotted(self, dotted: str, origin: FileSummary, depth: int) -> Node | None:
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            candidates = self.by_module.get(".".join(parts[:cut]))
+            if candidates:
+                return self._in_file(_closest(candidates, origin), parts[cut:], depth)
+        return None
+
+    def _in_file(self, summary: FileSummary, parts: list[str], depth: int) -> Node | None:
+        head = parts[0]
+        joined = ".".join(parts)
+        if joined in summary.scopes:
+            return (summary.path, joined)
+        if head in summary.classes:
+            cls = (summary.path, head)
+            return self.find_method(cls, parts[1] if len(parts) > 1 else "__init__")
+        if head in summary.imports:  # re-export: from .utils import loss_fn
+            return self.resolve(".".join([summary.imports[head], *parts[1:]]), summary,
+                                depth=depth + 1)
+        return None
+
+    def resolve_class(self, target: str, origin: FileSummary, depth: int = 0) -> Node | None:
+        if depth > _MAX_DEPTH:
+            return None
+        if target.startswith("#"):
+            name = target[1:]
+            return (origin.path, name) if name in origin.classes else None
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            candidates = self.by_module.get(".".join(parts[:cut]))
+            if candidates:
+                summary = _closest(candidates, origin)
+                rest = ".".join(parts[cut:])
+                if rest in summary.classes:
+                    return (summary.path, rest)
+                if parts[cut] in summary.imports:
+                    again = ".".join([summary.imports[parts[cut]], *parts[cut + 1:]])
+                    return self.resolve_class(again, summary, depth + 1)
+                return None
+        return None
+
+    def bases(self, cls: Node) -> list[Node]:
+        summary = self.files[cls[0]]
+        found = []
+        for base in summary.classes[cls[1]].bases:
+            resolved = self.resolve_class(base, summary)
+            if resolved is not None and resolved != cls:
+                found.append(resolved)
+        return found
+
+    def mro(self, cls: Node) -> list[Node]:
+        order, stack, seen = [], [cls], set()
+        while stack and len(order) < 64:
+            current = stack.pop(0)
+            if current in seen:
+                continue
+            seen.add(current)
+            order.append(current)
+            stack = self.bases(current) + stack
+        return order
+
+    def find_method(self, cls: Node, method: str) -> Node | None:
+        for path, qualname in self.mro(cls):
+            candidate = f"{qualname}.{method}"
+            if candidate in self.files[path].scopes:
+                return (path, candidate)
+        return None
+
+    def _attr_class(self, cls: Node, attr: str) -> Node | None:
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            target = summary.classes[qualname].attr_types.get(attr)
+            if target is not None:
+                return self.resolve_class(target, summary)
+        return None
+
+    def is_module_class(self, cls: Node, depth: int = 0) -> bool:
+        if cls in self._module_class:
+            return self._module_class[cls]
+        self._module_class[cls] = False  # breaks inheritance cycles
+        summary = self.files[cls[0]]
+        result = False
+        for base in summary.classes[cls[1]].bases:
+            if base.startswith(MODULE_BASES) or base == "torch.nn.Module":
+                result = True
+                break
+            resolved = self.resolve_class(base, summary)
+            if resolved is not None and depth < _MAX_DEPTH and self.is_module_class(resolved, depth + 1):
+                result = True
+                break
+        self._module_class[cls] = result
+        return result
+
+    # ------------------------------------------------------------------ graph
+    def graph(self) -> tuple[nx.DiGraph, dict[Node, str]]:
+        graph = nx.DiGraph()
+        roots: dict[Node, str] = {}
+        for summary in self.files.values():
+            path = summary.path
+            for qualname, scope in summary.scopes.items():
+                node = (path, qualname)
+                graph.add_node(node)
+                if scope.root_reason:
+                    roots[node] = scope.root_reason
+                if scope.parent is not None:
+                    # Nested defs and step loops run when their enclosing scope runs.
+                    graph.add_edge((path, scope.parent), node)
+                for call in scope.calls:
+                    callee = self.resolve(call.target, summary, scope.class_name)
+                    if callee is not None:
+                        graph.add_edge(node, callee)
+            for scope_name, ref in summary.compile_targets:
+                class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
+                target = self.resolve(ref.target, summary, class_name)
+                if target is not None:
+                    roots.setdefault(target, "passed to a compile call")
+            for qualname in summary.classes:
+                cls = (path, qualname)
+                if self.is_module_class(cls):
+                    for method in TRACED_METHODS:
+                        name = f"{qualname}.{method}"
+                        if name in summary.scopes:
+                            roots.setdefault((path, name), "nn.Module." + method)
+        return graph, roots
+
+    def reach(self) -> Reach:
+        graph, roots = self.graph()
+        source = ("", "<roots>")
+        graph.add_node(source)
+        for root in roots:
+            graph.add_edge(source, root)
+        paths = nx.single_source_shortest_path(graph, source)
+        del paths[source]
+        return Reach(roots, {node: path[1:] for node, path in paths.items()})
+
+
+def _closest(candidates: list[FileSummary], origin: FileSummary) -> FileSummary:
+    """Among same-named modules, the one nearest the importing file (scripts dirs)."""
+    if len(candidates) == 1:
+        return candidates[0]
+
+    def shared(summary: FileSummary) -> int:
+        return len(os.path.commonpath([os.path.abspath(summary.root), os.path.abspath(origin.root)]))
+
+    return max(candidates, key=shared)

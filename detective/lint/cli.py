@@ -1,0 +1,110 @@
+"""``detective lint`` and ``detective rules``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from detective.lint.config import ConfigError, load_config
+from detective.lint.rule import all_rules, expand_selectors
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values) -> list[str]:
+    return [code for value in values for code in value.split(",") if code.strip()]
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--select", multiple=True, help="Codes or prefixes to check (comma-separated; default: all).")
+@click.option("--ignore", multiple=True, help="Codes or prefixes to skip (comma-separated).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of each finding.")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="pyproject.toml to read [tool.detective] from (default: the nearest one).")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
+def lint(paths, select, ignore, output_format, exit_zero, statistics, config_path, jobs):
+    """Flag recompile and host-sync triggers inside compiled or traced regions.
+
+    Exit status: 0 no findings, 1 findings, 2 usage error or nothing could be linted.
+    """
+    from detective.lint.engine import lint_paths
+
+    paths = list(paths) or ["."]
+    try:
+        config = load_config(config_path, start=Path(paths[0]))
+        select_codes, ignore_codes = _codes(select), _codes(ignore)
+        expand_selectors(select_codes + ignore_codes)
+        result = lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes)
+    except (ConfigError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+    for path, problem in result.errors:
+        click.echo(f"{path}: {problem}", err=True)
+    findings = result.findings
+    if statistics:
+        _print_statistics(findings, output_format)
+    elif output_format == "json":
+        click.echo(json.dumps([f.to_json() for f in findings], indent=2))
+    else:
+        for f in findings:
+            click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}")
+    if output_format == "text":
+        _print_summary(result)
+    if result.files_checked == 0 and result.errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _print_statistics(findings, output_format) -> None:
+    counts = Counter((f.code, f.name) for f in findings)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if output_format == "json":
+        click.echo(json.dumps([{"code": c, "name": n, "count": k} for (c, n), k in rows], indent=2))
+        return
+    for (code, name), count in rows:
+        click.echo(f"{count:>5}  {code}  {name}")
+
+
+def _print_summary(result) -> None:
+    files = f"{result.files_checked} file{'s' if result.files_checked != 1 else ''} checked"
+    problems = f", {len(result.errors)} could not be linted" if result.errors else ""
+    if result.findings:
+        n = len(result.findings)
+        click.echo(f"Found {n} finding{'s' if n != 1 else ''} ({files}{problems}).")
+    elif result.files_checked:
+        click.echo(f"All checks passed! ({files}{problems})")
+
+
+@click.command()
+@click.argument("code", required=False)
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True)
+def rules(code, output_format):
+    """List the rules, or print the documentation of one (by code or name)."""
+    known = all_rules()
+    if code is None:
+        if output_format == "json":
+            click.echo(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary} for r in known],
+                                  indent=2))
+            return
+        for rule in known:
+            click.echo(f"{rule.code}  {rule.name:<22} {rule.summary}")
+        return
+    wanted = code.strip()
+    for rule in known:
+        if wanted.upper() == rule.code or wanted.lower() == rule.name:
+            if output_format == "json":
+                click.echo(json.dumps({"code": rule.code, "name": rule.name, "summary": rule.summary,
+                                       "doc": rule.documentation()}, indent=2))
+            else:
+                click.echo(rule.documentation())
+            return
+    raise click.UsageError(f"unknown rule {code!r}; `detective rules` lists them")

@@ -1,0 +1,82 @@
+"""``[tool.detective]`` in the nearest pyproject.toml."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate"}
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass
+class Config:
+    select: list[str] = field(default_factory=lambda: ["ALL"])
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    roots: list[str] = field(default_factory=list)  # extra decorator/function names traced
+    base: Path = field(default_factory=Path.cwd)  # patterns are relative to this
+    source: Path | None = None
+    raw: dict = field(default_factory=dict)  # the whole table, for other commands (gate)
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for directory in [start, *start.parents] if start.is_dir() else start.parents:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "detective" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_config(path: Path | None = None, start: Path | None = None) -> Config:
+    """Config from ``path``, or from the nearest pyproject.toml above ``start``; defaults if none."""
+    if path is None:
+        path = find_pyproject(start or Path.cwd())
+        if path is None:
+            return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    table = data.get("tool", {}).get("detective", {})
+    normalised = {key.replace("_", "-"): value for key, value in table.items()}
+    unknown = sorted(set(normalised) - OPTIONS)
+    if unknown:
+        raise ConfigError(f"{path}: [tool.detective] has unknown option(s): {', '.join(unknown)}")
+
+    def strings(key: str) -> list[str]:
+        value = normalised.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: [tool.detective] {key} must be a list of strings")
+        return value
+
+    per_file = normalised.get("per-file-ignores", {})
+    if not isinstance(per_file, dict) or not all(
+        isinstance(v, list) and all(isinstance(c, str) for c in v) for v in per_file.values()
+    ):
+        raise ConfigError(f"{path}: [tool.detective] per-file-ignores must map globs to lists of codes")
+    return Config(
+        select=strings("select") or ["ALL"],
+        ignore=strings("ignore"),
+        exclude=strings("exclude"),
+        per_file_ignores=per_file,
+        roots=strings("roots"),
+        base=path.parent.resolve(),
+        source=path,
+        raw=table,
+    )

@@ -1,0 +1,119 @@
+"""Plain data passed between the per-file pass and the cross-file pass.
+
+Everything here is picklable and JSON-friendly: per-file summaries cross process
+boundaries and may be cached; the cross-file pass only ever sees these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A rule match in some scope, before we know whether the scope is traced."""
+
+    code: str
+    message: str
+    line: int
+    column: int  # 1-based, like Ruff
+    scope: str  # qualname of the enclosing scope in its file
+    end_line: int = 0
+
+
+@dataclass
+class CallRef:
+    """A call (or a compile target) as written, to be resolved across files.
+
+    ``target`` is a dotted name already expanded through the file's imports
+    (``pkg.utils.loss_fn``), or ``self.<method>`` / ``self.<attr>.<method>`` for
+    calls on the instance, resolved later through the class hierarchy.
+    """
+
+    target: str
+    line: int
+
+
+@dataclass
+class Scope:
+    """A function, method or step-loop body: a node of the call graph."""
+
+    qualname: str  # "Model.forward", "train.<loop:40>", "<module>"
+    display: str  # "forward", "train [step loop]"
+    line: int
+    class_name: str | None = None  # enclosing class qualname, for self.* calls
+    parent: str | None = None  # lexically enclosing scope
+    root_reason: str | None = None  # why this scope is traced on its own
+    decorators: list[str] = field(default_factory=list)  # resolved dotted names
+    calls: list[CallRef] = field(default_factory=list)
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    line: int
+    bases: list[str]  # resolved dotted names
+    methods: list[str]
+    attr_types: dict[str, str] = field(default_factory=dict)  # self.x = Foo() -> Foo
+
+
+@dataclass
+class FileSummary:
+    path: str  # as given on the command line / discovered
+    module: str  # dotted module name ("pkg.utils" or "train" for scripts)
+    root: str  # directory the module name is relative to
+    is_package: bool = False
+    imports: dict[str, str] = field(default_factory=dict)  # module-level alias -> dotted
+    scopes: dict[str, Scope] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    compile_targets: list[tuple[str, CallRef]] = field(default_factory=list)  # (scope, ref)
+    candidates: list[Candidate] = field(default_factory=list)
+    suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all
+    error: str | None = None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["suppressions"] = {
+            str(k): (sorted(v) if v is not None else None) for k, v in self.suppressions.items()
+        }
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FileSummary":
+        summary = cls(**{k: v for k, v in data.items() if k not in {"scopes", "classes"}})
+        summary.scopes = {
+            k: Scope(**{**v, "calls": [CallRef(**c) for c in v["calls"]]})
+            for k, v in data["scopes"].items()
+        }
+        summary.classes = {k: ClassInfo(**v) for k, v in data["classes"].items()}
+        summary.compile_targets = [(s, CallRef(**r)) for s, r in data["compile_targets"]]
+        summary.candidates = [Candidate(**c) for c in data["candidates"]]
+        summary.suppressions = {
+            int(k): (frozenset(v) if v is not None else None)
+            for k, v in data["suppressions"].items()
+        }
+        return summary
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    column: int
+    code: str
+    name: str
+    message: str
+    chain: tuple[str, ...] = ()
+    region: str = ""  # why the chain's root is traced ("nn.Module.forward", ...)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "chain": list(self.chain),
+            "region": self.region,
+        }

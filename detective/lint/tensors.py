@@ -1,0 +1,108 @@
+"""Is this expression a tensor? Evidence from what the code shows, no type checker.
+
+Evidence is conservative on purpose: a wrong "tensor" produces a false finding, a
+missed one only silence. Sources: torch calls, forward parameters, names bound from
+tensor expressions, tensor-only methods, and buffers/parameters of the class.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+# Torch functions whose result is a Python value, not a tensor.
+NON_TENSOR_TORCH = frozenset(
+    {
+        "is_tensor", "is_floating_point", "is_complex", "is_storage", "numel", "get_default_dtype",
+        "device", "dtype", "Size", "no_grad", "enable_grad", "inference_mode", "manual_seed",
+        "seed", "initial_seed", "compile", "set_grad_enabled", "is_grad_enabled", "typename",
+        "get_device", "equal", "allclose", "is_nonzero", "finfo", "iinfo", "promote_types",
+        "result_type", "can_cast", "set_default_dtype", "use_deterministic_algorithms", "save",
+        "load", "autocast", "Generator", "get_rng_state", "set_rng_state", "set_printoptions",
+        "is_inference_mode_enabled", "is_autocast_enabled",
+    }
+)
+# Subpackages of torch whose functions mostly do not return tensors.
+NON_TENSOR_TORCH_PACKAGES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.optim.",
+    "torch.jit.", "torch.compiler.", "torch._dynamo.", "torch.onnx.", "torch.fx.", "torch.nn.utils.",
+)
+
+# Tensor methods and attributes that give Python values (reading them is shape metadata
+# or an explicit host read, flagged separately).
+NON_TENSOR_METHODS = frozenset(
+    {
+        "item", "tolist", "numpy", "cpu", "size", "dim", "ndimension", "numel", "nelement",
+        "element_size", "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "stride",
+        "storage_offset", "get_device", "equal", "allclose", "is_nonzero", "backward",
+        "register_hook", "untyped_storage", "is_pinned", "is_shared", "has_names", "type",
+        "__len__", "keys", "values", "items", "get",
+    }
+)
+NON_TENSOR_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "is_leaf",
+        "layout", "names", "is_sparse", "is_quantized", "is_meta", "itemsize", "nbytes",
+    }
+)
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+
+# Methods that only tensors have (numpy aside) in model code: evidence even when the
+# receiver is unknown. Names shared with lists, dicts, strings, sets or nn.Module
+# (split, add, index, count, to, float, half, cuda, ...) are deliberately absent.
+TENSOR_ONLY_METHODS = frozenset(
+    {
+        "softmax", "log_softmax", "view", "view_as", "masked_fill", "masked_fill_", "unsqueeze",
+        "squeeze", "permute", "contiguous", "detach", "expand", "expand_as", "type_as", "new_zeros",
+        "new_ones", "new_full", "new_empty", "new_tensor", "masked_select", "nonzero", "gather",
+        "scatter", "scatter_", "scatter_add", "scatter_add_", "index_select", "bmm", "matmul", "mm",
+        "narrow", "sigmoid", "relu", "isnan", "isinf", "isfinite", "logical_and", "logical_or",
+        "logical_not", "eq", "ne", "gt", "lt", "ge", "le", "clamp", "clamp_", "sum", "mean", "any",
+        "all", "max", "min", "argmax", "argmin", "norm", "abs", "exp", "log", "sqrt", "rsqrt",
+        "pow", "topk", "sort", "cumsum", "count_nonzero", "unique", "repeat_interleave", "flatten",
+        "reshape", "transpose", "clone", "bool", "long", "masked_scatter", "float_power", "std",
+        "var", "prod", "argsort", "kthvalue", "where", "tanh", "silu", "gelu",
+    }
+)
+# Results that are boolean tensors: evidence for mask indexing.
+BOOL_METHODS = frozenset(
+    {"bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not",
+     "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "isclose", "isin", "signbit"}
+)
+COMPARE_OPS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+               cst.GreaterThanEqual)
+PY_BUILTINS_NOT_TENSOR = frozenset(
+    {"len", "int", "float", "bool", "str", "repr", "isinstance", "hasattr", "getattr", "print",
+     "range", "enumerate", "zip", "list", "tuple", "dict", "set", "type", "id", "round", "abs",
+     "sorted", "reversed", "min", "max", "sum", "any", "all", "iter", "next", "callable", "super"}
+)
+
+
+def is_torch_name(dotted: str | None) -> bool:
+    return bool(dotted) and (dotted == "torch" or dotted.startswith(("torch.", "torch_xla.")))
+
+
+def torch_call_returns_tensor(dotted: str) -> bool:
+    last = dotted.rsplit(".", 1)[-1]
+    if last in NON_TENSOR_TORCH or not last[:1].islower():
+        return False  # CapWords: classes (nn.Linear, Size, device)
+    if dotted.startswith(NON_TENSOR_TORCH_PACKAGES) or dotted.startswith("torch_xla."):
+        return False
+    return dotted.startswith("torch.")
+
+
+def call_method_name(node: cst.Call) -> str | None:
+    func = node.func
+    return func.attr.value if isinstance(func, cst.Attribute) else None
+
+
+def is_number_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))
+
+
+def literal_string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None

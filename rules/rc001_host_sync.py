@@ -1,0 +1,152 @@
+"""RC001 host-sync: reading a tensor's value on the host inside a traced region."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import tensors as T
+from detective.lint.rule import Invalid, Rule, Valid
+
+HOST_READ_METHODS = {"item", "tolist", "cpu", "numpy"}
+BOOL_READS = {"equal", "allclose", "is_nonzero"}
+CONVERSIONS = {"float", "int", "bool", "complex", "str", "repr"}
+
+
+class HostSync(Rule):
+    code = "RC001"
+    name = "host-sync"
+    summary = "Host read of a tensor value (.item(), .cpu(), float(t), print(t)) inside a traced region"
+    doc = """
+    ## What it does
+    Flags reads of a tensor's value on the host inside a compiled or traced region:
+    `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")`, `float(t)`/`int(t)`/`bool(t)`
+    of a tensor, `torch.equal`/`allclose`, and printing or formatting a tensor.
+
+    ## Why is this bad?
+    torch_xla traces lazily. A host read forces the pending graph to be compiled and
+    executed right there (torch_xla reports the cause as "most likely user code trying to
+    access tensor value before torch_xla.sync"), so one step becomes several graph
+    fragments, each with its own cache entry and a device-to-host transfer. In the seed
+    model two one-line `.item()` checks cost about twenty syncs per step.
+
+    ## Example
+    ```python
+    def forward(self, doc_ids):
+        if (doc_ids == doc_ids[..., :1]).all().item():
+            return self.fast_path(doc_ids)
+    ```
+
+    ## Use instead
+    Keep the value on the device and branch with tensor ops, or read it after
+    `torch_xla.sync()`:
+    ```python
+    def forward(self, doc_ids):
+        uniform = (doc_ids - doc_ids[..., :1]).any()   # stays on device
+        return torch.where(uniform, self.slow_path(doc_ids), self.fast_path(doc_ids))
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch_xla
+
+for step in range(10):
+    loss = (torch.ones(3) * step).sum()
+    torch_xla.sync()
+    print(loss.item())  # after the sync: the value is already computed
+"""
+        ),
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        n = int(x.shape[0])  # shapes are static metadata, not a value read
+        return x.view(n, -1)
+
+def report(t):
+    return t.item()  # never called from a traced region
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla
+
+for step in range(10):
+    loss = (torch.ones(3) * step).sum()
+    print(loss.item())
+    torch_xla.sync()
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class MoE(torch.nn.Module):
+    def forward(self, x):
+        dropped = x > 3
+        total = int(dropped.sum())
+        return x * total
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+@torch_xla.compile
+def step(x):
+    y = torch.relu(x) * 2
+    print(f"y={y}")
+    return y
+""",
+            line=8,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.context
+        func = node.func
+        method = T.call_method_name(node)
+        if method in HOST_READ_METHODS and not node.args:
+            self.report(node, f"`.{method}()` reads a tensor value on the host")
+            return
+        if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):
+            self.report(node, "`.to('cpu')` copies a tensor to the host")
+            return
+        dotted = context.resolve(func)
+        if method in BOOL_READS and (
+            (dotted and dotted.rsplit(".", 1)[0] == "torch") or context.is_tensor(func.value)
+        ):
+            self.report(node, f"`{method}` returns a Python bool, reading tensor values on the host")
+            return
+        if isinstance(func, cst.Name):
+            if func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
+                self.report(node, f"`{func.value}()` of a tensor reads its value on the host")
+            elif func.value == "print" and any(
+                context.is_tensor(a.value) for a in node.args if not isinstance(a.value, cst.FormattedString)
+            ):
+                self.report(node, "printing a tensor reads its value on the host")
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if self.context.is_tensor(node.expression):
+            self.report(node, "formatting a tensor in an f-string reads its value on the host")
+
+
+def _is_cpu_device(value: cst.BaseExpression, context) -> bool:
+    if T.literal_string(value) == "cpu":
+        return True
+    return (
+        isinstance(value, cst.Call)
+        and context.resolve(value.func) == "torch.device"
+        and bool(value.args)
+        and T.literal_string(value.args[0].value) == "cpu"
+    )

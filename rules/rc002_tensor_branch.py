@@ -1,0 +1,125 @@
+"""RC002 tensor-branch: Python control flow on a tensor value inside a traced region."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint.rule import Invalid, Rule, Valid
+
+
+class TensorBranch(Rule):
+    code = "RC002"
+    name = "tensor-branch"
+    summary = "if/while/assert/ternary whose condition reads a tensor value inside a traced region"
+    doc = """
+    ## What it does
+    Flags `if`, `elif`, `while`, `assert` and conditional expressions whose condition is a
+    tensor (`if mask.any():`, `while err > tol:`, `assert not torch.isnan(loss)`).
+
+    ## Why is this bad?
+    Python needs a real `bool`, so the condition is computed on the device and copied to
+    the host: the trace is cut (a host sync, like `.item()`), and the branch taken is baked
+    into the next graph. When the value changes between steps, so does the graph, and
+    torch_xla compiles another program.
+
+    ## Example
+    ```python
+    def forward(self, x, mask):
+        if mask.any():
+            x = x.masked_fill(mask, 0.0)
+        return x
+    ```
+
+    ## Use instead
+    Compute both sides and select on the device, so one graph covers every case:
+    ```python
+    def forward(self, x, mask):
+        return x.masked_fill(mask, 0.0)          # a no-op where mask is all False
+        # or: torch.where(mask.any(), a, b)
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, mask=None, training: bool = False):
+        if mask is not None:          # identity test: no value read
+            x = x * mask
+        if x.shape[-1] > 128:         # shape metadata is static
+            x = x[..., :128]
+        if self.training or training:
+            x = torch.dropout(x, 0.1, True)
+        return x
+"""
+        ),
+        Valid(
+            """
+import torch
+import torch_xla
+
+for step in range(3):
+    loss = torch.ones(2).sum()
+    torch_xla.sync()
+    if loss > 1:                       # after the sync: value already on hand
+        print("big")
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+def train(model, loader):
+    for batch in loader:
+        loss = model(batch).mean()
+        assert not torch.isnan(loss)
+        loss.backward()
+        torch_xla.sync()
+""",
+            line=8,
+        ),
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        scale = 2.0 if x.abs().max() > 1 else 1.0
+        return x * scale
+""",
+            line=6,
+        ),
+    ]
+
+    def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
+        if self.context.reads_tensor_value(test):
+            self.report(node, f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph")
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node.test, node.test, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node.test, node.test, "while")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._check(node.test, node.test, "assert")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node.test, node.test, "x if cond else y")

@@ -1,0 +1,168 @@
+"""RC003 python-counter: a Python number on ``self`` mutated inside a traced method."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import tensors as T
+from detective.lint.rule import Invalid, Rule, Valid
+
+
+class PythonCounter(Rule):
+    code = "RC003"
+    name = "python-counter"
+    summary = "Python counter on self (self.steps += 1) mutated inside a traced method"
+    doc = """
+    ## What it does
+    Flags `self.<attr> += ...` (and `self.<attr> = self.<attr> + ...`) in a traced method when
+    `<attr>` holds a Python number: it was initialised to a number, or the increment is a
+    number or a host read (`int(...)`, `.item()`). Buffers and parameters
+    (`register_buffer`, `nn.Parameter`, attributes assigned tensors) are not flagged.
+    Counters bumped in a plain training loop (`self.global_step += 1` in `Trainer.fit`)
+    are left alone unless the method itself is traced.
+
+    ## Why is this bad?
+    A Python value that flows into the trace is a constant of the graph. Each new value
+    is a new graph, so a counter that changes every call compiles a new program every
+    call (with `torch.compile` it fails a guard each time). The seed's MoE block kept
+    `self._overflow_total += int(dropped.sum().item())` and saw up to 64 recompiles per
+    step before the cache settled, then compile-storm hangs and NaNs on TPU.
+
+    ## Example
+    ```python
+    class MoE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self._overflow_total = 0
+
+        def forward(self, x):
+            dropped = self.route(x)
+            self._overflow_total += int(dropped.sum().item())
+    ```
+
+    ## Use instead
+    Hold the counter in a buffer and update it with an in-place tensor op (the
+    Megatron-Core pattern):
+    ```python
+    class MoE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("_overflow_total", torch.zeros((), dtype=torch.long))
+
+        def forward(self, x):
+            dropped = self.route(x)
+            self._overflow_total.add_(dropped.sum())
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+class MoE(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("overflow", torch.zeros((), dtype=torch.long))
+        self.calls = torch.zeros(())
+
+    def forward(self, x):
+        self.overflow += (x > 3).sum()
+        self.calls += 1
+        return x
+"""
+        ),
+        Valid(
+            """
+import torch
+
+class Trainer:
+    def __init__(self):
+        self.global_step = 0
+
+    def log(self):
+        self.global_step += 1   # plain Python, never traced
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+class MoE(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._overflow_total = 0
+
+    def forward(self, x):
+        dropped = x > 3
+        self._overflow_total += int(dropped.sum().item())
+        return x
+""",
+            line=11,
+        ),
+        Invalid(
+            """
+import torch
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        self.step = self.step + 1
+        return x[:, : self.step]
+""",
+            line=6,
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._pending: list[tuple[cst.CSTNode, str, bool, str, object]] = []
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        attr = _self_attr(node.target)
+        if attr is not None:
+            numeric = T.is_number_literal(node.value) or self.context.is_host_value(node.value)
+            self._remember(node, attr, numeric)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        attr = _self_attr(node.targets[0].target)
+        value = node.value
+        if attr is None or not isinstance(value, cst.BinaryOperation):
+            return
+        if _self_attr(value.left) == attr or _self_attr(value.right) == attr:
+            other = value.right if _self_attr(value.left) == attr else value.left
+            self._remember(node, attr, T.is_number_literal(other) or self.context.is_host_value(other))
+
+    def _remember(self, node, attr: str, numeric: bool) -> None:
+        cls = self.context.cls
+        if cls is not None:
+            self._pending.append((node, attr, numeric, self.context.scope.qualname, cls))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        # Decided at the end of the class: __init__ may come after forward.
+        cls = self.context.class_stack[-1]
+        keep = []
+        for pending in self._pending:
+            target, attr, numeric, scope, owner = pending
+            if owner is not cls:
+                keep.append(pending)
+                continue
+            if attr in cls.tensor_attrs:
+                continue
+            if numeric or attr in cls.number_attrs:
+                self.report(
+                    target,
+                    f"`self.{attr}` is a Python counter mutated in a traced method: each new value "
+                    "is a new graph constant; keep it in a register_buffer and update it in place",
+                    scope=scope,
+                )
+        self._pending = keep
+
+
+def _self_attr(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None

@@ -1,0 +1,159 @@
+"""RC004 key-branch: control flow on which keys a batch/inputs mapping happens to carry."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import tensors as T
+from detective.lint.rule import Invalid, Rule, Valid
+
+
+class KeyBranch(Rule):
+    code = "RC004"
+    name = "key-branch"
+    summary = "Branch on dict-key presence of a batch/inputs mapping (if \"mask\" in batch) in a traced region"
+    doc = """
+    ## What it does
+    Flags `if`/`while`/ternaries whose condition tests whether an input mapping carries a
+    key: `"mask" in batch`, `"mask" not in inputs`, `batch.get("mask") is not None`,
+    `if batch.get("mask"):`, `hasattr(batch, "mask")`. The mapping must be data that comes
+    in per call: a parameter of the function or the loop variable of a step loop.
+
+    ## Why is this bad?
+    The Python path taken depends on which optional keys this batch has, so every
+    distinct subset of keys traces its own graph. Across a shuffled dataset that is a long
+    tail of one-shot programs; in the seed model, canonicalising the batch removed about a
+    dozen recompiles per epoch.
+
+    ## Example
+    ```python
+    def forward(self, batch):
+        x = self.embed(batch["input_ids"])
+        if "doc_ids" in batch:
+            x = x + self.doc_embed(batch["doc_ids"])
+    ```
+
+    ## Use instead
+    Canonicalise the batch before the traced region: every optional field always
+    present, with a fixed shape and dtype, and a mask that says what is live:
+    ```python
+    batch = canonicalize(batch)      # doc_ids zero-filled, doc_mask all False when absent
+    def forward(self, batch):
+        x = self.embed(batch["input_ids"])
+        x = x + self.doc_embed(batch["doc_ids"]) * batch["doc_mask"][..., None]
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+def canonicalize(batch):
+    if "mask" not in batch:            # outside any traced region: fine
+        batch["mask"] = torch.ones_like(batch["x"])
+    return batch
+
+class Net(torch.nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+
+    def forward(self, batch):
+        if "relu" in self.cfg:          # static configuration, same every call
+            return torch.relu(batch["x"] * batch["mask"])
+        return batch["x"] * batch["mask"]
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, batch):
+        x = batch["x"]
+        if "mask" in batch:
+            x = x * batch["mask"]
+        return x
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+def train(model, loader):
+    for batch in loader:
+        mask = batch["mask"] if batch.get("mask") is not None else None
+        model(batch["x"], mask).backward()
+        torch_xla.sync()
+""",
+            line=7,
+        ),
+    ]
+
+    def _check(self, test: cst.BaseExpression) -> None:
+        key = self._key_test(test)
+        if key is not None:
+            container, name = key
+            self.report(
+                test,
+                f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
+            )
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._check(node.test)
+
+    def _key_test(self, test: cst.BaseExpression) -> tuple[str, str] | None:
+        if isinstance(test, cst.BooleanOperation):
+            return self._key_test(test.left) or self._key_test(test.right)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._key_test(test.expression)
+        if isinstance(test, cst.Comparison):
+            for target in test.comparisons:
+                if isinstance(target.operator, (cst.In, cst.NotIn)):
+                    key = T.literal_string(test.left)
+                    container = self._data_mapping(target.comparator)
+                    if key is not None and container:
+                        return container, key
+                if isinstance(target.operator, (cst.Is, cst.IsNot)):
+                    found = self._get_call(test.left)
+                    if found:
+                        return found
+            return None
+        if isinstance(test, cst.Call):
+            if isinstance(test.func, cst.Name) and test.func.value == "hasattr" and len(test.args) == 2:
+                container = self._data_mapping(test.args[0].value)
+                key = T.literal_string(test.args[1].value)
+                return (container, key) if container and key else None
+            return self._get_call(test)
+        return None
+
+    def _get_call(self, node: cst.BaseExpression) -> tuple[str, str] | None:
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "get"
+            and node.args
+        ):
+            container = self._data_mapping(node.func.value)
+            key = T.literal_string(node.args[0].value)
+            if container and key is not None:
+                return container, key
+        return None
+
+    def _data_mapping(self, node: cst.BaseExpression) -> str | None:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "keys":
+            node = node.func.value
+        if isinstance(node, cst.Name) and node.value in self.context.function.data_names:
+            return node.value
+        return None

@@ -1,0 +1,145 @@
+"""RC005 dynamic-shape: operations whose output shape depends on tensor values."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import tensors as T
+from detective.lint.rule import Invalid, Rule, Valid
+
+# (function or method name) -> always data-dependent output shape
+ALWAYS_DYNAMIC = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
+
+
+class DynamicShape(Rule):
+    code = "RC005"
+    name = "dynamic-shape"
+    summary = "Data-dependent output shape (mask indexing, nonzero, unique, topk with a data k) in a traced region"
+    doc = """
+    ## What it does
+    Flags operations whose output shape depends on tensor values: boolean-mask indexing
+    (`x[mask]`, `x[x > 0]`), `nonzero`/`argwhere`, one-argument `torch.where(cond)`,
+    `masked_select`, `unique`, `topk`/`kthvalue` with a `k` read from tensor values, and
+    `repeat_interleave` with tensor repeats.
+
+    ## Why is this bad?
+    A compiled program is keyed by input shapes. When a shape comes from data, every new
+    value is a new program (or a slow dynamic-shape fallback on TPU). Shape polymorphism
+    in torch_xla 2.9 does not cover mask-driven gathers, data-dependent top-k, varlen
+    layouts or variable MoE capacity.
+
+    ## Example
+    ```python
+    def forward(self, x, scores):
+        keep = x[scores > 0.5]                 # length depends on the data
+        k = int((scores > 0.5).sum())
+        top = scores.topk(k)
+    ```
+
+    ## Use instead
+    Keep shapes static: mask instead of gathering, pad to a fixed size, clamp k at
+    configuration time.
+    ```python
+    def forward(self, x, scores):
+        keep = x * (scores > 0.5)[..., None]   # same shape every step
+        top = scores.topk(self.max_k)          # k fixed by config
+        idx = torch.nonzero_static(scores > 0.5, size=self.max_k)
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+class Router(torch.nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x, scores):
+        top = scores.topk(self.k)              # k from config: static
+        y = torch.where(scores > 0, x, 0.0)    # three-argument where: same shape
+        return x[:, :8], top, y.repeat_interleave(2, dim=0)
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x[x > 0]
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+
+class Router(torch.nn.Module):
+    def forward(self, scores):
+        k = int((scores > 0.5).sum())
+        return torch.topk(scores, k)
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.nonzero(x)
+        return x.index_select(0, idx[:, 0])
+""",
+            line=6,
+        ),
+    ]
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        context = self.context
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and context.is_bool_tensor(index.value):
+                if context.is_tensor(node.value) or _unknown_receiver(node.value):
+                    self.report(node, "boolean-mask indexing: the result's length depends on the mask's values")
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.context
+        dotted = context.resolve(node.func) or ""
+        is_torch = dotted.startswith("torch.") and dotted.count(".") == 1
+        method = T.call_method_name(node)
+        name = dotted.rsplit(".", 1)[-1] if is_torch else method
+        if name is None:
+            return
+        args = [a for a in node.args if a.keyword is None]
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        # For torch.f(x, ...), the tensor is the first positional argument.
+        offset = 1 if is_torch else 0
+        if name in ALWAYS_DYNAMIC and (is_torch or method in T.TENSOR_ONLY_METHODS):
+            self.report(node, f"`{name}` returns a tensor whose shape depends on the data")
+        elif name == "where" and is_torch and len(node.args) == 1:
+            self.report(node, "one-argument `torch.where(cond)` returns indices: data-dependent shape")
+        elif name in {"topk", "kthvalue"}:
+            k = keywords.get("k", args[offset].value if len(args) > offset else None)
+            if k is not None and _data_dependent(k, context):
+                self.report(node, f"`{name}` with k read from tensor values: every new k is a new program")
+        elif name == "repeat_interleave":
+            repeats = keywords.get("repeats", args[offset].value if len(args) > offset else None)
+            if is_torch and len(args) == 1 and not keywords:
+                repeats = args[0].value  # torch.repeat_interleave(repeats)
+            if repeats is not None and context.is_tensor(repeats):
+                self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data")
+
+
+def _data_dependent(node: cst.BaseExpression, context) -> bool:
+    return context.is_tensor(node) or context.is_host_value(node)
+
+
+def _unknown_receiver(node: cst.BaseExpression) -> bool:
+    # x[x > 0] where x is untyped: indexing by a boolean tensor only works on tensors.
+    return isinstance(node, (cst.Name, cst.Attribute, cst.Subscript))
