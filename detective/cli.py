@@ -16,6 +16,8 @@ from detective import __version__
 COMMANDS: dict[str, str] = {
     "lint": "detective.lint.cli:lint",
     "rules": "detective.lint.cli:rules",
+    "run": "detective.runtime.cli:run",
+    "report": "detective.runtime.cli:report",
 }
 
 

@@ -1,0 +1,144 @@
+"""Inside the traced process: start the tracer the moment the user's code imports torch_xla.
+
+Activated by the bootstrap ``sitecustomize`` when ``DETECTIVE_OUT`` is set. Until torch_xla is
+imported it only sets a few environment variables and leaves one import hook in place, so
+Python processes that never use torch_xla pay (almost) nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import sys
+
+ENV_OUT = "DETECTIVE_OUT"
+ENV_MODE = "DETECTIVE_MODE"
+ENV_PARENT = "DETECTIVE_PARENT_PID"  # set by `detective run`: its direct child must have torch_xla
+ENV_PROGRESS = "DETECTIVE_PROGRESS"
+RAW_DIR = "raw"
+MODES = ("count", "diagnose")
+
+# What the graph hash or the programs depend on; recorded with every run.
+ENV_PREFIXES = ("XLA_", "PT_XLA_", "PJRT_", "TPU_", "LIBTPU_", "DETECTIVE_")
+
+
+def env_subset(environ) -> dict[str, str]:
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def mode_env(mode: str) -> dict[str, str]:
+    """Settings torch_xla reads once, before its first compile. Hashes depend on the IR ones."""
+    env = {"PT_XLA_DEBUG_LEVEL": "2"}  # level 2: a block per execution, cache hits included
+    if mode == "diagnose":
+        env.update({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "XLA_SAVE_TENSORS_FMT": "text"})
+    return env
+
+
+def process_files(out_dir: str, pid: int, mode: str) -> dict[str, str]:
+    """Per-process paths for torch_xla's debug files (torch_xla reads them once per process)."""
+    raw = os.path.join(out_dir, RAW_DIR)
+    files = {"PT_XLA_DEBUG_FILE": os.path.join(raw, f"debug.{pid}.log")}
+    if mode == "diagnose":
+        files["XLA_SAVE_TENSORS_FILE"] = os.path.join(raw, f"ir.{pid}")
+    return files
+
+
+def versions(torch_xla_module=None) -> dict:
+    import torch  # already imported by torch_xla
+
+    from detective import __version__
+
+    return {
+        "python": sys.version.split()[0],
+        "torch": getattr(torch, "__version__", None),
+        "torch_xla": getattr(torch_xla_module, "__version__", None),
+        "detective": __version__,
+    }
+
+
+def library_dirs() -> tuple[str, ...]:
+    dirs = []
+    for name in ("torch_xla", "torch"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            dirs.append(os.path.dirname(module.__file__) + os.sep)
+    return tuple(dirs)
+
+
+class _TorchXlaImportHook:
+    """A meta-path finder that only answers for 'torch_xla', then steps aside."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch_xla":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_trace(module):
+            exec_module(module)
+            _start_tracing(module)
+
+        spec.loader.exec_module = exec_then_trace
+        return spec
+
+
+def activate() -> None:
+    out_dir = os.environ.get(ENV_OUT)
+    if not out_dir:
+        return
+    mode = os.environ.get(ENV_MODE, "count")
+    os.environ.update(process_files(out_dir, os.getpid(), mode))
+    if os.environ.get(ENV_PARENT) == str(os.getppid()) and importlib.util.find_spec("torch_xla") is None:
+        _report_missing_torch_xla(out_dir)
+    sys.meta_path.insert(0, _TorchXlaImportHook())
+
+
+def _report_missing_torch_xla(out_dir: str) -> None:
+    # Fail before the user's script runs; `detective run` turns this event into the error line.
+    from detective.runtime.events import EventWriter
+
+    EventWriter(os.path.join(out_dir, "events.jsonl")).write(
+        {"event": "no_torch_xla", "pid": os.getpid(), "python": sys.executable}
+    )
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def _start_tracing(torch_xla_module) -> None:
+    try:
+        import torch_xla.core.xla_model as xm
+        import torch_xla.debug.metrics as met
+
+        from detective.runtime import hooks
+        from detective.runtime.tracer import Tracer
+
+        out_dir = os.environ[ENV_OUT]
+        mode = os.environ.get(ENV_MODE, "count")
+        tracer = Tracer(
+            out_dir,
+            mode,
+            met,
+            debug_file=os.environ["PT_XLA_DEBUG_FILE"],
+            ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
+            progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
+            library_dirs=library_dirs(),
+        )
+        tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
+        hooks.install(xm, tracer.boundary)
+        # Registered after torch_xla's own atexit handler, so it runs first, runtime still up.
+        atexit.register(tracer.finish)
+        _active.append(tracer)
+    except Exception as exc:  # never break the user's training because of the tracer
+        print(f"detective: tracer did not start: {exc!r}", file=sys.stderr)
+
+
+_active: list = []
+
+
+def active_tracer():
+    """The tracer `detective run` started in this process, if any."""
+    return _active[0] if _active else None

@@ -1,0 +1,148 @@
+"""`detective run`: start the user's command with the tracer armed, then complete the record.
+
+The child gets the bootstrap directory first on PYTHONPATH and the settings torch_xla must see
+before it is imported. Its stdio is inherited; its exit code becomes ours once run.json is done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from datetime import datetime, timezone
+
+import detective
+from detective.runtime import child
+from detective.runtime.events import EVENTS_FILE
+from detective.runtime.record import SCHEMA, main_pid, read_events, write_run_json
+
+BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
+DETECTIVE_HOME = os.path.dirname(os.path.dirname(os.path.abspath(detective.__file__)))
+XLA_EXTRA_HINT = "pip install 'recompile-detective[xla]'"
+
+
+class LaunchError(Exception):
+    """A problem with the command or the output directory: one line for the user, exit 2."""
+
+
+def default_out_dir() -> str:
+    base = os.path.join(".detective", "runs", datetime.now().strftime("%Y%m%d-%H%M%S"))
+    out, n = base, 1
+    while os.path.exists(out):
+        n += 1
+        out = f"{base}-{n}"
+    return out
+
+
+def _iso(t: float | None) -> str | None:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat() if t is not None else None
+
+
+def prepare_out_dir(out_dir: str, meta: dict) -> None:
+    if os.path.exists(os.path.join(out_dir, EVENTS_FILE)):
+        raise LaunchError(f"output directory already holds a run: {out_dir} (pick another --out)")
+    try:
+        os.makedirs(os.path.join(out_dir, child.RAW_DIR), exist_ok=True)
+        write_run_json(out_dir, meta)
+        open(os.path.join(out_dir, EVENTS_FILE), "a").close()
+    except OSError as exc:
+        raise LaunchError(f"cannot write to output directory {out_dir}: {exc.strerror or exc}") from None
+
+
+def child_env(out_dir: str, mode: str, progress: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(child.mode_env(mode))
+    env.update(
+        {
+            child.ENV_OUT: os.path.abspath(out_dir),
+            child.ENV_MODE: mode,
+            child.ENV_PARENT: str(os.getpid()),
+            child.ENV_PROGRESS: "1" if progress else "0",
+            "DETECTIVE_HOME": DETECTIVE_HOME,
+        }
+    )
+    env.pop("XLA_SAVE_TENSORS_FILE", None)  # set per process by the bootstrap, in diagnose mode
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (BOOTSTRAP_DIR, os.environ.get("PYTHONPATH")) if p)
+    return env
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    # Ctrl-C reaches the child from the terminal; we keep waiting so the record gets completed.
+    def forward(signum, _frame):
+        proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progress: bool = True) -> tuple[int, str]:
+    """Run the command traced. Returns (exit code, run directory)."""
+    if not command:
+        raise LaunchError("no command given: detective run [OPTIONS] -- python train.py ARGS...")
+    if shutil.which(command[0]) is None:
+        raise LaunchError(f"command not found: {command[0]}")
+    out_dir = out_dir or default_out_dir()
+    started = time.time()
+    env = child_env(out_dir, mode, progress)
+    meta = {
+        "schema": SCHEMA,
+        "command": list(command),
+        "cwd": os.getcwd(),
+        "mode": mode,
+        "warmup": warmup,
+        "env": child.env_subset(env),
+        "versions": {"detective": detective.__version__},
+        "launcher_pid": os.getpid(),
+        "start_time": _iso(started),
+        "end_time": None,
+        "exit_code": None,
+        "status": "running",
+    }
+    prepare_out_dir(out_dir, meta)
+    try:
+        proc = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        raise LaunchError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
+    returncode = _wait(proc)
+    exit_code = returncode if returncode >= 0 else 128 - returncode
+    meta = complete_meta(out_dir, meta, exit_code, proc.pid)
+    write_run_json(out_dir, meta)
+    if meta["status"] == "no_torch_xla":
+        raise LaunchError(
+            f"torch_xla is not installed for {meta['python']}: install the xla extra, {XLA_EXTRA_HINT}"
+        )
+    return exit_code, out_dir
+
+
+def complete_meta(out_dir: str, meta: dict, exit_code: int, child_pid: int) -> dict:
+    events, _ = read_events(out_dir)
+    meta = dict(meta, end_time=_iso(time.time()), exit_code=exit_code)
+    missing = [e for e in events if e.get("event") == "no_torch_xla"]
+    starts = {e["pid"]: e for e in events if e.get("event") == "start"}
+    ends = {e["pid"]: e for e in events if e.get("event") == "end"}
+    pid = main_pid(events, meta["launcher_pid"])
+    if missing and not starts:
+        meta.update(status="no_torch_xla", python=missing[0].get("python"))
+        return meta
+    meta["status"] = "finished" if exit_code == 0 else "failed"
+    meta["processes"] = [
+        {"pid": p, "ppid": s.get("ppid"), "argv": s.get("argv"), "finished": p in ends} for p, s in starts.items()
+    ]
+    if pid in starts:
+        meta["versions"].update(starts[pid].get("versions") or {})
+        meta["traced_env"] = starts[pid].get("env")
+    if pid in ends:
+        meta["final_metrics"] = ends[pid]["metrics"]
+        meta["steps"] = ends[pid]["steps"]
+        meta["unique_programs"] = ends[pid]["unique_programs"]
+    meta["child_pid"] = child_pid
+    return meta

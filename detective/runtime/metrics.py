@@ -1,0 +1,48 @@
+"""Poll torch_xla.debug.metrics. Counters are cheap; metric sample lists are read only when needed."""
+
+from __future__ import annotations
+
+FALLBACK_PREFIX = "aten::"  # torch_xla counts CPU fallbacks as aten::<op>
+
+
+class MetricsProbe:
+    def __init__(self, met):
+        self._met = met
+
+    def _counter(self, name: str) -> int:
+        return self._met.counter_value(name) or 0  # None when the counter never fired
+
+    def compiles(self) -> tuple[int, int]:
+        """(UncachedCompile, CachedCompile): every graph execution bumps exactly one."""
+        return self._counter("UncachedCompile"), self._counter("CachedCompile")
+
+    def compile_time(self) -> tuple[int, float, list[float]]:
+        """(samples, total ns, recent sample values in ns, oldest first)."""
+        data = self._met.metric_data("CompileTime")
+        if data is None:
+            return 0, 0.0, []
+        return data[0], data[1], [value for _, value in data[2]]
+
+    def transfers(self) -> int:
+        data = self._met.metric_data("TransferFromDeviceTime")
+        return data[0] if data else 0
+
+    def fallbacks(self) -> dict[str, int]:
+        return {
+            name: self._counter(name)
+            for name in self._met.counter_names()
+            if name.startswith(FALLBACK_PREFIX)
+        }
+
+    def totals(self) -> dict:
+        """torch_xla's own view of the whole process, for checking our counts against it."""
+        uncached, cached = self.compiles()
+        _, compile_ns, _ = self.compile_time()
+        return {
+            "UncachedCompile": uncached,
+            "CachedCompile": cached,
+            "CompileTime_s": compile_ns / 1e9,
+            "TransferFromDevice": self.transfers(),
+            "MarkStep": self._counter("MarkStep"),
+            "fallback_ops": self.fallbacks(),
+        }

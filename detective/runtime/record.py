@@ -1,0 +1,145 @@
+"""Read and write a run's record: ``run.json`` (what ran) and ``events.jsonl`` (what happened).
+
+Layout of a run directory::
+
+    run.json        command, mode, warm-up, env subset, versions, times, exit code, status
+    events.jsonl    start / execution / step / end events, one JSON object per line
+    graphs/<h>.txt  diagnose mode: IR text of each new graph, with location= tags
+    raw/            torch_xla's own debug files, emptied at every step
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+from detective.runtime.events import EVENTS_FILE
+
+RUN_FILE = "run.json"
+SCHEMA = 1
+
+
+class RunNotFound(Exception):
+    pass
+
+
+def write_run_json(run_dir: str, data: dict) -> None:
+    tmp = os.path.join(run_dir, RUN_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, os.path.join(run_dir, RUN_FILE))
+
+
+def read_events(run_dir: str) -> tuple[list[dict], list[str]]:
+    """Events in file order, and warnings about lines that could not be read."""
+    path = os.path.join(run_dir, EVENTS_FILE)
+    if not os.path.exists(path):
+        return [], []
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", "replace").split("\n")
+    events, warnings = [], []
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number - 1 == last:
+                warnings.append(
+                    f"{EVENTS_FILE}: last line {number} is cut off (the run was killed mid-write); skipped it"
+                )
+            else:
+                warnings.append(f"{EVENTS_FILE}: line {number} is not valid JSON; skipped it")
+    return events, warnings
+
+
+def main_pid(events: list[dict], launcher_pid: int | None = None) -> int | None:
+    """The process whose steps make the table: rank 0, else the launcher's direct child, else the first."""
+    starts = [e for e in events if e.get("event") == "start"]
+    for e in events:
+        if e.get("event") == "step" and e.get("rank") == 0:
+            return e["pid"]
+    for e in starts:
+        if launcher_pid is not None and e.get("ppid") == launcher_pid:
+            return e["pid"]
+    return starts[0]["pid"] if starts else None
+
+
+@dataclass
+class Run:
+    dir: str
+    meta: dict
+    events: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int | None:
+        return main_pid(self.events, self.meta.get("launcher_pid"))
+
+    def _of_main(self, kind: str) -> list[dict]:
+        pid = self.pid
+        return [e for e in self.events if e.get("event") == kind and e.get("pid") == pid]
+
+    @property
+    def start(self) -> dict | None:
+        starts = self._of_main("start")
+        return starts[0] if starts else None
+
+    @property
+    def end(self) -> dict | None:
+        ends = self._of_main("end")
+        return ends[-1] if ends else None
+
+    @property
+    def step_events(self) -> list[dict]:
+        return sorted(self._of_main("step"), key=lambda e: e["step"])
+
+    @property
+    def execution_events(self) -> list[dict]:
+        return self._of_main("execution")
+
+    @property
+    def steps(self):
+        """Per-step table (pandas DataFrame), one row per step."""
+        from detective.runtime.table import build_steps
+
+        return build_steps(self)
+
+    @property
+    def executions(self):
+        """One row per graph execution (pandas DataFrame)."""
+        import pandas as pd
+
+        from detective.runtime.table import EXECUTION_COLUMNS
+
+        return pd.DataFrame(self.execution_events, columns=EXECUTION_COLUMNS)
+
+    @property
+    def new_programs(self):
+        """Executions that compiled a graph for the first time in this run."""
+        df = self.executions
+        return df[df["new"] == True].reset_index(drop=True)  # noqa: E712 (NaN-safe)
+
+
+def load_run(run_dir: str | os.PathLike) -> Run:
+    run_dir = os.fspath(run_dir)
+    meta_path = os.path.join(run_dir, RUN_FILE)
+    if not os.path.isdir(run_dir):
+        raise RunNotFound(f"no such run directory: {run_dir}")
+    if not os.path.exists(meta_path) and not os.path.exists(os.path.join(run_dir, EVENTS_FILE)):
+        raise RunNotFound(f"not a detective run (no {RUN_FILE} or {EVENTS_FILE}): {run_dir}")
+    warnings = []
+    meta: dict = {}
+    if os.path.exists(meta_path):
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+        except (OSError, json.JSONDecodeError) as exc:
+            warnings.append(f"{RUN_FILE}: unreadable ({exc}); using events only")
+    events, event_warnings = read_events(run_dir)
+    return Run(run_dir, meta, events, warnings + event_warnings)

@@ -1,0 +1,113 @@
+"""Render a loaded run: the per-step table as text or JSON.
+
+Each renderer takes the loaded ``Run``; later sections (e.g. attribution) add their own
+functions here and are appended by ``text_report`` / ``json_report``.
+"""
+
+from __future__ import annotations
+
+from detective.runtime.table import summarize
+
+BOUNDARIES = "torch_xla.sync, xm.mark_step, the end of a torch_xla.compile call, or an MpDeviceLoader batch"
+JSON_STEP_KEYS = (
+    "step",
+    "executions",
+    "new_programs",
+    "unique_programs",
+    "compile_seconds",
+    "host_transfers",
+    "fallback_ops",
+    "complete",
+)
+
+
+def ending(run, summary: dict) -> str | None:
+    """One sentence when the run did not end normally, else None."""
+    code = summary["exit_code"]
+    where = (
+        f" during step {summary['unfinished_step']}"
+        if summary["unfinished_step"] is not None
+        else f" after {summary['steps_completed']} steps"
+    )
+    if summary["status"] == "running":
+        return "run.json is provisional: `detective run` itself did not finish (killed?); showing what was recorded"
+    if code is None or code == 0:
+        if summary["imported_torch_xla"] and run.end is None:
+            return "the traced process ended without writing its final event (killed?)" + where
+        return None
+    if code >= 128:
+        return f"the run ended early: killed by signal {code - 128}{where}"
+    return f"the run ended early: exit code {code}{where}"
+
+
+def step_rows(run) -> list[dict]:
+    return [{k: s.get(k) for k in JSON_STEP_KEYS} for s in run.step_events]
+
+
+def json_report(run) -> dict:
+    summary = summarize(run)
+    return {
+        "steps": step_rows(run),
+        "total_unique_programs": summary["total_unique_programs"],
+        **{k: v for k, v in summary.items() if k != "total_unique_programs"},
+        "run": run.dir,
+        "ending": ending(run, summary),
+        "warnings": run.warnings,
+    }
+
+
+def text_table(rows: list[dict], warmup: int | None) -> list[str]:
+    head = ("step", "executions", "new programs", "unique programs", "compile s", "host transfers", "fallback ops")
+    body = []
+    for r in rows:
+        body.append(
+            (
+                f"{r['step']}" + ("" if r["complete"] else "*"),
+                str(r["executions"]),
+                str(r["new_programs"]),
+                str(r["unique_programs"]),
+                f"{r['compile_seconds']:.2f}",
+                str(r["host_transfers"]),
+                str(r["fallback_ops"]),
+            )
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
+    for r, cells in zip(rows, body):
+        line = "  ".join(c.rjust(w) for c, w in zip(cells, widths))
+        if warmup is not None and r["step"] >= warmup and r["new_programs"]:
+            line += "  <- new after warm-up"
+        lines.append(line)
+    return lines
+
+
+def text_report(run) -> str:
+    summary = summarize(run)
+    rows = step_rows(run)
+    warmup = summary["warmup"]
+    lines = [f"run {run.dir}  mode={summary['mode']}  warm-up={warmup} steps"]
+    if not summary["imported_torch_xla"]:
+        lines.append("nothing traced: the command never imported torch_xla")
+    elif not rows:
+        lines.append(f"0 steps: no graph ran and no step boundary was reached ({BOUNDARIES})")
+    else:
+        lines += text_table(rows, warmup)
+        if summary["steps_completed"] == 0:
+            lines.append(f"0 steps completed: the script never reached a step boundary ({BOUNDARIES})")
+        if summary["unfinished_step"] is not None:
+            lines.append(f"* step {summary['unfinished_step']} never reached a step boundary (the run ended first)")
+        total = f"{summary['steps_completed']} steps, {summary['total_unique_programs']} unique programs, {summary['total_compile_seconds']:.2f} s compiling"
+        if warmup is not None:
+            late = summary["programs_after_warmup"]
+            total += (
+                f"; {late} new after warm-up (steps {', '.join(map(str, summary['late_steps']))})"
+                if late
+                else "; no new programs after warm-up"
+            )
+        lines.append(total)
+        if summary["hashes"] is False:
+            lines.append("note: torch_xla's debug output was unavailable; counts come from its metrics only")
+    end = ending(run, summary)
+    if end:
+        lines.append(end)
+    return "\n".join(lines)

@@ -1,0 +1,293 @@
+"""Turn torch_xla's debug output and metrics into step and execution events, as the run goes.
+
+At each step boundary: if no graph ran since the last boundary, nothing happens (a sync with
+nothing pending, or a second boundary right after another, is not a step). Otherwise the new
+PT_XLA_DEBUG blocks are read (one per execution at level 2, plus one per compilation), the
+metrics deltas are taken, and the step's events are appended in one write.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import time
+
+from detective.runtime.debug_log import parse_blocks, parse_saved_graphs
+from detective.runtime.events import EventWriter
+from detective.runtime.metrics import MetricsProbe
+
+GRAPHS_DIR = "graphs"
+
+
+def drain(path: str) -> str:
+    """Read a file torch_xla appends to, then empty it so it never grows past one step.
+
+    torch_xla opens, appends and closes these files inside the sync call, on the calling thread,
+    so between two syncs of that thread nothing is half-written.
+    """
+    try:
+        with open(path, "r+b") as f:
+            data = f.read()
+            if data:
+                f.seek(0)
+                f.truncate()
+    except FileNotFoundError:
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+class Progress:
+    """One self-overwriting stderr line, only on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, step: int, programs: int, new: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.2 and not new):
+            return
+        self._last = now
+        sys.stderr.write(f"\r\x1b[K[detective] step {step} · {programs} programs")
+        sys.stderr.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+class Tracer:
+    def __init__(
+        self,
+        out_dir: str,
+        mode: str,
+        met,
+        debug_file: str | None,
+        ir_file: str | None = None,
+        progress: bool = False,
+        library_dirs: tuple[str, ...] = (),
+    ):
+        self.out_dir = out_dir
+        self.mode = mode
+        self.probe = MetricsProbe(met)
+        self.debug_file = debug_file  # None: hashes unavailable, counts come from metrics only
+        self.ir_file = ir_file  # XLA_SAVE_TENSORS_FILE base path (diagnose mode)
+        self.writer = EventWriter(os.path.join(out_dir, "events.jsonl"))
+        self.progress = Progress(progress)
+        self.library_dirs = library_dirs
+        self.pid = os.getpid()
+        self.rank: int | None = None
+        self.step = 0  # number of the step now running
+        self.seen: set[str] = set()
+        self.unique = 0
+        self.finished = False
+        self._last_time = time.time()
+        self._baseline = self._snapshot(with_samples=False)
+        if ir_file is not None:
+            os.makedirs(os.path.join(out_dir, GRAPHS_DIR), exist_ok=True)
+
+    # -- what the metrics looked like at the last boundary that ended a step --
+    def _snapshot(self, with_samples: bool) -> dict:
+        uncached, cached = self.probe.compiles()
+        count, total_ns, samples = self.probe.compile_time()
+        return {
+            "uncached": uncached,
+            "cached": cached,
+            "compile_count": count,
+            "compile_ns": total_ns,
+            "compile_samples": samples if with_samples else [],
+            "transfers": self.probe.transfers(),
+            "fallbacks": self.probe.fallbacks(),
+        }
+
+    def start_event(self, source: str, versions: dict, extra: dict | None = None) -> dict:
+        event = {
+            "event": "start",
+            "source": source,
+            "pid": self.pid,
+            "ppid": os.getppid(),
+            "mode": self.mode,
+            "argv": list(sys.argv),
+            "python": sys.executable,
+            "versions": versions,
+            "hashes": self.debug_file is not None,
+            "time": time.time(),
+            "baseline": {
+                "UncachedCompile": self._baseline["uncached"],
+                "CachedCompile": self._baseline["cached"],
+            },
+        }
+        event.update(extra or {})
+        self.writer.write(event)
+        return event
+
+    def boundary(self, kind: str) -> None:
+        if self.finished:
+            return
+        uncached, cached = self.probe.compiles()
+        if uncached == self._baseline["uncached"] and cached == self._baseline["cached"]:
+            return  # nothing ran since the last step ended
+        self._close_step(kind, complete=True)
+
+    def finish(self, metrics_source: str = "exit") -> None:
+        """Record executions after the last boundary (an unfinished step) and the final totals."""
+        if self.finished:
+            return
+        uncached, cached = self.probe.compiles()
+        if uncached != self._baseline["uncached"] or cached != self._baseline["cached"]:
+            self._close_step("exit", complete=False)
+        self.finished = True
+        self.progress.clear()
+        self.writer.write(
+            {
+                "event": "end",
+                "reason": metrics_source,
+                "pid": self.pid,
+                "rank": self.rank,
+                "steps": self.step,
+                "unique_programs": self.unique,
+                "time": time.time(),
+                "metrics": self.probe.totals(),
+            }
+        )
+        self.writer.close()
+
+    # -- one step --
+    def _close_step(self, kind: str, complete: bool) -> None:
+        if self.rank is None:
+            self.rank = _rank()
+        before = self._baseline
+        now = self._snapshot(with_samples=True)
+        compiled = now["uncached"] - before["uncached"]
+        hits = now["cached"] - before["cached"]
+        executions = self._executions(compiled + hits, compiled)
+        self._fill_compile_seconds(executions, now["compile_samples"], now["compile_count"] - before["compile_count"])
+        new = 0
+        for event in executions:
+            h = event["graph_hash"]
+            event["new"] = bool(event["compiled"] and h is not None and h not in self.seen)
+            if event["new"]:
+                self.seen.add(h)
+                new += 1
+            elif event["compiled"] and h is None:
+                new += 1  # no hash to deduplicate on: trust the compile counter
+        self.unique += new
+        if self.ir_file is not None:
+            self._save_graphs(executions)
+        fallbacks = {
+            name: count - before["fallbacks"].get(name, 0)
+            for name, count in now["fallbacks"].items()
+            if count != before["fallbacks"].get(name, 0)
+        }
+        wall = time.time()
+        step_event = {
+            "event": "step",
+            "step": self.step,
+            "boundary": kind,
+            "complete": complete,
+            "executions": len(executions),
+            "compiled": compiled,
+            "cached": hits,
+            "new_programs": new,
+            "unique_programs": self.unique,
+            "compile_seconds": (now["compile_ns"] - before["compile_ns"]) / 1e9,
+            "host_transfers": now["transfers"] - before["transfers"],
+            "fallback_ops": sum(fallbacks.values()),
+            "fallback_counts": fallbacks,
+            "time": wall,
+            "duration_s": wall - self._last_time,
+            "pid": self.pid,
+            "rank": self.rank,
+        }
+        self.writer.write(*executions, step_event)
+        self._baseline = now
+        self._last_time = wall
+        self.progress.update(self.step, self.unique, new)
+        self.step += 1
+
+    def _executions(self, count: int, compiled: int) -> list[dict]:
+        """One event per graph execution, from the debug blocks, padded from the counters."""
+        events: list[dict] = []
+        awaiting: dict[str, dict] = {}  # compiled, waiting for its own Execution block
+        blocks = parse_blocks(drain(self.debug_file)) if self.debug_file else []
+        for block in blocks:
+            if block.kind == "execution" and block.graph_hash in awaiting:
+                awaiting.pop(block.graph_hash)
+                continue
+            event = self._execution_event(block, compiled=block.kind == "compilation")
+            if block.kind == "compilation":
+                awaiting[block.graph_hash] = event
+            events.append(event)
+        # Executions torch_xla ran without a block (no Python frame, e.g. autograd threads, or
+        # debug output unavailable): keep the counts right, without a hash.
+        missing_compiled = compiled - sum(e["compiled"] for e in events)
+        while len(events) < count:
+            is_compile = missing_compiled > 0
+            missing_compiled -= is_compile
+            events.append(self._execution_event(None, compiled=is_compile))
+        for index, event in enumerate(events):
+            event["index"] = index
+        return events
+
+    def _execution_event(self, block, compiled: bool) -> dict:
+        frames = block.frames if block else []
+        return {
+            "event": "execution",
+            "step": self.step,
+            "graph_hash": block.graph_hash if block else None,
+            "compiled": compiled,
+            "compile_seconds": None,
+            "cause": block.cause if block else None,
+            "graph_name": block.graph_name if block else None,
+            "frames": frames,
+            "frames_truncated": block.frames_truncated if block else False,
+            "site": self._user_frame(frames),
+            "inputs": block.inputs if block else None,
+            "outputs": block.outputs if block else None,
+            "unexpected": bool(block and block.kind == "unexpected_execution"),
+            "pid": self.pid,
+            "rank": self.rank,
+        }
+
+    def _user_frame(self, frames: list[dict]) -> dict | None:
+        """Innermost frame outside torch/torch_xla: the line of user code that triggered it."""
+        for frame in frames:
+            if not frame["file"].startswith(self.library_dirs):
+                return frame
+        return frames[-1] if frames else None
+
+    @staticmethod
+    def _fill_compile_seconds(events: list[dict], samples: list[float], new_samples: int) -> None:
+        compiled = [e for e in events if e["compiled"]]
+        recent = samples[-new_samples:] if new_samples > 0 else []
+        if len(recent) != len(compiled):
+            return  # cannot pair them one to one; the step total stays right
+        for event, ns in zip(compiled, recent):
+            event["compile_seconds"] = ns / 1e9
+
+    def _save_graphs(self, events: list[dict]) -> None:
+        text = "".join(drain(path) for path in sorted(glob.glob(self.ir_file + ".*")))
+        wanted = {e["graph_hash"] for e in events if e["new"]}
+        if not wanted:
+            return
+        saved = parse_saved_graphs(text)
+        for event in events:
+            h = event["graph_hash"]
+            if event["new"] and h in saved:
+                rel = os.path.join(GRAPHS_DIR, h + ".txt")
+                with open(os.path.join(self.out_dir, rel), "w") as f:
+                    f.write(saved[h])
+                event["ir_path"] = rel
+
+
+def _rank() -> int | None:
+    try:
+        import torch_xla.runtime as xr
+
+        return xr.global_ordinal()
+    except Exception:
+        return None
