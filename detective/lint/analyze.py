@@ -7,6 +7,7 @@ only has to follow imports.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -41,8 +42,7 @@ def analyze(source: str, path: str, module: str, root: str, is_package: bool = F
     try:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise SourceError(f"cannot parse: {message} (line {exc.raw_line}, column {exc.raw_column + 1})") from None
+        raise SourceError(f"cannot parse: {_syntax_error(source, exc)}") from None
     except (RecursionError, MemoryError) as exc:
         raise SourceError(f"cannot parse: {type(exc).__name__}") from None
 
@@ -114,6 +114,18 @@ def _resolve_local(context: Context, target: str, scope_qualname: str) -> str | 
             return f"#{candidate}.{rest}" if rest else f"#{candidate}"
         scope = context.scopes.get(scope.parent) if scope.parent else None
     return None
+
+
+def _syntax_error(source: str, exc: cst.ParserSyntaxError) -> str:
+    # CPython's parser words syntax errors the way users know them; libcst's own text
+    # is the fallback for code CPython accepts but libcst does not.
+    try:
+        ast.parse(source)
+    except SyntaxError as error:
+        return f"{error.msg} (line {error.lineno}, column {error.offset or 0})"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return f"{exc.message} (line {exc.raw_line}, column {exc.raw_column + 1})"
 
 
 def parse_suppressions(source: str) -> dict[int, frozenset[str] | None]:
