@@ -261,16 +261,15 @@ class Context(cst.CSTVisitor):
             return T.torch_call_returns_tensor(dotted)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
+            if isinstance(func.value, cst.Name) and func.value.value == "self":
+                # self.proj(x): a submodule applied to a tensor gives a tensor; a method of
+                # the module named like a tensor op (self.scatter) says nothing.
+                return method not in T.NON_TENSOR_METHODS and any(self.is_tensor(a.value) for a in node.args)
             if method in T.NON_TENSOR_METHODS:
                 return False
             if method in T.TENSOR_ONLY_METHODS:
                 return True
-            if self.is_tensor(func.value):
-                return True
-            # self.proj(x): a submodule applied to a tensor gives a tensor.
-            if isinstance(func.value, cst.Name) and func.value.value == "self":
-                return any(self.is_tensor(a.value) for a in node.args)
-            return False
+            return self.is_tensor(func.value)
         if isinstance(func, cst.Name):
             if func.value in T.PY_BUILTINS_NOT_TENSOR:
                 return False

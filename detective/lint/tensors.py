@@ -25,6 +25,8 @@ NON_TENSOR_TORCH = frozenset(
 NON_TENSOR_TORCH_PACKAGES = (
     "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.optim.",
     "torch.jit.", "torch.compiler.", "torch._dynamo.", "torch.onnx.", "torch.fx.", "torch.nn.utils.",
+    "torch.overrides.", "torch.autograd.profiler.", "torch.profiler.", "torch.testing.", "torch.hub.",
+    "torch.library.", "torch.export.", "torch.package.",
 )
 
 # Tensor methods and attributes that give Python values (reading them is shape metadata
@@ -85,6 +87,8 @@ def torch_call_returns_tensor(dotted: str) -> bool:
     last = dotted.rsplit(".", 1)[-1]
     if last in NON_TENSOR_TORCH or not last[:1].islower():
         return False  # CapWords: classes (nn.Linear, Size, device)
+    if last.startswith(("is_", "has_", "get_", "set_", "_")):
+        return False  # predicates, getters and private helpers
     if dotted.startswith(NON_TENSOR_TORCH_PACKAGES) or dotted.startswith("torch_xla."):
         return False
     return dotted.startswith("torch.")

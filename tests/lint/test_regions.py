@@ -247,3 +247,20 @@ def test_import_cycles_do_not_hang():
         "b.py": "from a import f\n\ndef g(x):\n    f(x)\n    return x.item()\n",
     }
     assert where(lint(files)) == [("b.py", 5, "RC001")]
+
+
+def test_evidence_does_not_mistake_module_methods_or_predicates_for_tensors():
+    # Both were false positives in torch/nn/parallel/data_parallel.py and activation.py.
+    src = """
+    import torch
+
+    class DP(torch.nn.Module):
+        def forward(self, *inputs, **kwargs):
+            inputs, module_kwargs = self.scatter(inputs, kwargs, self.device_ids)
+            if not inputs and not module_kwargs:
+                inputs = ((),)
+            if torch.overrides.has_torch_function(inputs):
+                return None
+            return inputs
+    """
+    assert lint({"dp.py": src}) == []
