@@ -53,10 +53,12 @@ class _RegionFrame:
     """A for/while loop or ``with torch_xla.step()`` that may turn out to be a region."""
 
     node: cst.CSTNode
+    statements: tuple  # top-level statements of the body
     stmt_index: dict[int, int]
     always: bool = False  # MpDeviceLoader loops and torch_xla.step() blocks
     current: int = -1
-    sync_indices: list[int] = field(default_factory=list)
+    sync_indices: list[int] = field(default_factory=list)  # unconditional syncs
+    conditional_sync: bool = False  # a sync under if/for/while: not every iteration syncs
     items: list[_Item] = field(default_factory=list)
 
 
@@ -425,15 +427,22 @@ class Context(cst.CSTVisitor):
             if dotted in SYNCING_LOADERS or (isinstance(it, cst.Name) and it.value in frame.loader_names):
                 always = True
         frame.regions.append(
-            _RegionFrame(node, {id(s): i for i, s in enumerate(stmts)}, always=always)
+            _RegionFrame(node, tuple(stmts), {id(s): i for i, s in enumerate(stmts)}, always=always)
         )
 
     def _leave_loop(self, node: cst.CSTNode) -> None:
         frame = self.function
         region = frame.regions.pop()
-        cutoff = len(region.stmt_index) if region.always else (
-            max(region.sync_indices) if region.sync_indices else None
-        )
+        # The region ends at the last sync every iteration runs; code after a sync that
+        # only some iterations run (if step % accum == 0: xm.mark_step()) is traced too.
+        if region.always:
+            cutoff = len(region.stmt_index)
+        elif region.sync_indices:
+            cutoff = max(region.sync_indices)
+        elif region.conditional_sync:
+            cutoff = len(region.stmt_index)
+        else:
+            cutoff = None
         claimed: list[_Item] = []
         rest: list[_Item] = []
         if cutoff is not None:
@@ -480,7 +489,7 @@ class Context(cst.CSTVisitor):
             if isinstance(call, cst.Call) and self.resolve(call.func) in STEP_CONTEXTS:
                 stmts = _block_statements(node.body)
                 self.function.regions.append(
-                    _RegionFrame(node, {id(s): i for i, s in enumerate(stmts)}, always=True)
+                    _RegionFrame(node, tuple(stmts), {id(s): i for i, s in enumerate(stmts)}, always=True)
                 )
                 self._step_withs.add(id(node))
                 return
@@ -574,7 +583,11 @@ class Context(cst.CSTVisitor):
         if dotted in SYNC_CALLS and frame.regions:
             region = frame.regions[-1]
             if region.current >= 0:
-                region.sync_indices.append(region.current)
+                statement = region.statements[region.current]
+                if isinstance(statement, (cst.If, cst.For, cst.While)):
+                    region.conditional_sync = True
+                else:
+                    region.sync_indices.append(region.current)
         if dotted in COMPILE_CALLS and node.args:
             fn = node.args[0].value
             if isinstance(fn, cst.Call) and (self.resolve(fn.func) or "").endswith("partial") and fn.args:

@@ -264,3 +264,20 @@ def test_evidence_does_not_mistake_module_methods_or_predicates_for_tensors():
             return inputs
     """
     assert lint({"dp.py": src}) == []
+
+
+def test_a_conditional_sync_does_not_end_the_region():
+    # Accumulation loops sync only every N iterations: what follows runs traced on the others.
+    src = """
+    import torch_xla.core.xla_model as xm
+
+    def train(model, opt, loader):
+        for step, batch in enumerate(loader):
+            loss = model(batch).mean()
+            loss.backward()
+            if (step + 1) % 4 == 0:
+                opt.step()
+                xm.mark_step()
+            print(loss.item())
+    """
+    assert where(lint({"t.py": src})) == [("t.py", 11, "RC001")]
