@@ -30,6 +30,8 @@ def env_subset(environ) -> dict[str, str]:
 def mode_env(mode: str) -> dict[str, str]:
     """Settings torch_xla reads once, before its first compile. Hashes depend on the IR ones."""
     env = {"PT_XLA_DEBUG_LEVEL": "2"}  # level 2: a block per execution, cache hits included
+    # torch_xla collects every frame anyway; 8 (its default) often stops before the user's line.
+    env["PT_XLA_DEBUG_MAX_FRAME"] = os.environ.get("PT_XLA_DEBUG_MAX_FRAME", "16")
     if mode == "diagnose":
         env.update({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "XLA_SAVE_TENSORS_FMT": "text"})
     return env
@@ -58,11 +60,15 @@ def versions(torch_xla_module=None) -> dict:
 
 
 def library_dirs() -> tuple[str, ...]:
-    dirs = []
-    for name in ("torch_xla", "torch"):
+    """Stdlib first, then torch_xla, torch, typing_extensions: frames there are not the user's line."""
+    import sysconfig
+
+    dirs = [os.path.join(sysconfig.get_paths()["stdlib"], "")]
+    for name in ("torch_xla", "torch", "typing_extensions"):
         module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
-            dirs.append(os.path.dirname(module.__file__) + os.sep)
+            path = module.__file__
+            dirs.append(path if name == "typing_extensions" else os.path.join(os.path.dirname(path), ""))
     return tuple(dirs)
 
 

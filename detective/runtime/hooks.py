@@ -34,11 +34,17 @@ def install(xm, on_boundary: Callable[[str], None]) -> Callable[[], None]:
     """Call ``on_boundary(kind)`` after each step's sync. Returns a function that undoes it."""
     original = xm._run_step_closures
 
+    failed = []
+
     def _run_step_closures():
         devctx = original()
         kind = classify(sys._getframe(1))
-        if kind is not None:
-            on_boundary(kind)
+        if kind is not None and not failed:
+            try:
+                on_boundary(kind)
+            except Exception as exc:  # the tracer must never break the user's training
+                failed.append(exc)
+                print(f"detective: tracing stopped after an internal error: {exc!r}", file=sys.stderr)
         return devctx
 
     _run_step_closures.__wrapped__ = original

@@ -40,6 +40,10 @@ def ending(run, summary: dict) -> str | None:
     return f"the run ended early: exit code {code}{where}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def step_rows(run) -> list[dict]:
     return [{k: s.get(k) for k in JSON_STEP_KEYS} for s in run.step_events]
 
@@ -96,11 +100,16 @@ def text_report(run) -> str:
             lines.append(f"0 steps completed: the script never reached a step boundary ({BOUNDARIES})")
         if summary["unfinished_step"] is not None:
             lines.append(f"* step {summary['unfinished_step']} never reached a step boundary (the run ended first)")
-        total = f"{summary['steps_completed']} steps, {summary['total_unique_programs']} unique programs, {summary['total_compile_seconds']:.2f} s compiling"
+        total = (
+            f"{_count(summary['steps_completed'], 'step')}, "
+            f"{_count(summary['total_unique_programs'], 'unique program')}, "
+            f"{summary['total_compile_seconds']:.2f} s compiling"
+        )
         if warmup is not None:
-            late = summary["programs_after_warmup"]
+            late, late_steps = summary["programs_after_warmup"], summary["late_steps"]
             total += (
-                f"; {late} new after warm-up (steps {', '.join(map(str, summary['late_steps']))})"
+                f"; {late} new after warm-up ({'step' if len(late_steps) == 1 else 'steps'} "
+                f"{', '.join(map(str, late_steps))})"
                 if late
                 else "; no new programs after warm-up"
             )

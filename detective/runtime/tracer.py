@@ -256,9 +256,17 @@ class Tracer:
     def _user_frame(self, frames: list[dict]) -> dict | None:
         """Innermost frame outside torch/torch_xla: the line of user code that triggered it."""
         for frame in frames:
-            if not frame["file"].startswith(self.library_dirs):
+            if not self._is_library(frame["file"]):
                 return frame
         return frames[-1] if frames else None
+
+    def _is_library(self, file: str) -> bool:
+        if not self.library_dirs:
+            return False
+        stdlib, packages = self.library_dirs[0], self.library_dirs[1:]
+        if file.startswith(packages):
+            return True
+        return file.startswith(stdlib) and "site-packages" not in file  # not user packages under it
 
     @staticmethod
     def _fill_compile_seconds(events: list[dict], samples: list[float], new_samples: int) -> None:

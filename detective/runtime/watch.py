@@ -1,0 +1,178 @@
+"""In-process tracing: ``with detective.watch(out=DIR) as w:`` around a training loop.
+
+Same events and record as ``detective run``, without a child process. torch_xla reads its debug
+settings once: the debug level and file at the first compile of the process, XLA_IR_DEBUG at
+import. So enter ``watch`` before the first graph runs (and, for diagnose mode, before
+``import torch_xla``); otherwise counts still come from torch_xla's metrics, without hashes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from datetime import datetime, timezone
+
+from detective.runtime import child, hooks
+from detective.runtime.launcher import XLA_EXTRA_HINT, default_out_dir, prepare_out_dir
+from detective.runtime.record import SCHEMA, write_run_json
+from detective.runtime.tracer import Tracer, drain
+
+
+class _Process:
+    """Process-wide state: one hook, one set of debug files torch_xla keeps writing to."""
+
+    hook_installed = False
+    tracer: Tracer | None = None
+    auto_step = True
+    files: dict[str, str] = {}  # env name -> path, fixed for the life of the process
+
+    @classmethod
+    def on_boundary(cls, kind: str) -> None:
+        if cls.tracer is not None:
+            if cls.auto_step:
+                cls.tracer.boundary(kind)
+        else:
+            _drain_all(cls.files)  # nobody watching: keep the files from growing
+
+
+def _drain_all(files: dict[str, str]) -> None:
+    for base in files.values():
+        for path in glob.glob(base + "*"):  # XLA_SAVE_TENSORS_FILE gains a .<ordinal> suffix
+            drain(path)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _debug_files(mode: str) -> dict[str, str]:
+    """Point torch_xla's debug output at files we own, if it has not read its settings yet."""
+    if _Process.files:
+        return _Process.files
+    import torch_xla.debug.metrics as met
+
+    already_compiled = (met.counter_value("UncachedCompile") or 0) + (met.counter_value("CachedCompile") or 0)
+    if already_compiled:
+        return {}
+    tmp = tempfile.mkdtemp(prefix=f"detective-{os.getpid()}-")
+    atexit.register(shutil.rmtree, tmp, True)
+    files = {"PT_XLA_DEBUG_FILE": os.path.join(tmp, "debug.log")}
+    if mode == "diagnose":
+        files["XLA_SAVE_TENSORS_FILE"] = os.path.join(tmp, "graphs.ir")
+    os.environ.update(child.mode_env(mode))
+    os.environ.update(files)
+    _Process.files = files
+    return files
+
+
+class watch:
+    """Record programs compiled per step while the block runs.
+
+    ``auto_step=True``: every sync-type boundary ends a step (as with ``detective run``);
+    ``w.step()`` may be called too. ``auto_step=False``: only ``w.step()`` ends a step.
+    """
+
+    def __init__(self, out: str | os.PathLike | None = None, mode: str = "count", warmup: int = 2, auto_step: bool = True):
+        if mode not in child.MODES:
+            raise ValueError(f"mode must be one of {child.MODES}, not {mode!r}")
+        self.out = os.fspath(out) if out is not None else None
+        self.mode = mode
+        self.warmup = warmup
+        self.auto_step = auto_step
+        self.tracer: Tracer | None = None
+        self._meta: dict = {}
+        self._delegated = False
+
+    def __enter__(self) -> "watch":
+        running = child.active_tracer()
+        if running is not None:  # already under `detective run`: that record is the one
+            warnings.warn(f"detective.watch: already traced by `detective run`; recording to {running.out_dir}")
+            self.tracer, self._delegated, self.out = running, True, running.out_dir
+            return self
+        if _Process.tracer is not None:
+            raise RuntimeError("detective.watch is already active in this process")
+        if self.mode == "diagnose" and "torch_xla" in sys.modules:
+            raise RuntimeError(
+                "detective.watch(mode='diagnose') must start before `import torch_xla` "
+                "(XLA_IR_DEBUG is read at import); or use: detective run --mode diagnose -- python ..."
+            )
+        if "torch_xla" not in sys.modules:
+            os.environ.update(child.mode_env(self.mode))
+        try:
+            import torch_xla
+            import torch_xla.core.xla_model as xm
+            import torch_xla.debug.metrics as met
+        except ImportError:
+            raise ImportError(f"detective.watch needs torch_xla: {XLA_EXTRA_HINT}") from None
+        self.out = self.out or default_out_dir()
+        self._meta = {
+            "schema": SCHEMA,
+            "command": list(sys.argv),
+            "cwd": os.getcwd(),
+            "mode": self.mode,
+            "warmup": self.warmup,
+            "source": "watch",
+            "start_time": _now(),
+            "end_time": None,
+            "exit_code": None,
+            "status": "running",
+        }
+        prepare_out_dir(self.out, self._meta)
+        files = _debug_files(self.mode)
+        self.tracer = Tracer(
+            self.out,
+            self.mode,
+            met,
+            debug_file=files.get("PT_XLA_DEBUG_FILE"),
+            ir_file=files.get("XLA_SAVE_TENSORS_FILE"),
+            progress=os.environ.get(child.ENV_PROGRESS) != "0" and sys.stderr.isatty(),
+            library_dirs=child.library_dirs(),
+        )
+        _drain_all(files)  # drop output from before this watch
+        start = self.tracer.start_event("watch", child.versions(torch_xla), {"env": child.env_subset(os.environ)})
+        self._meta.update(versions=start["versions"], env=start["env"])
+        if not files:
+            warnings.warn(
+                "detective.watch: torch_xla already ran a graph in this process, so its debug output "
+                "cannot be redirected; recording counts from its metrics only (no graph hashes)"
+            )
+        if not _Process.hook_installed:
+            hooks.install(xm, _Process.on_boundary)
+            _Process.hook_installed = True
+        _Process.tracer, _Process.auto_step = self.tracer, self.auto_step
+        return self
+
+    def step(self) -> None:
+        """End the current step here (needed with auto_step=False; harmless after a sync)."""
+        if self.tracer is not None:
+            self.tracer.boundary("manual")
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self._delegated or self.tracer is None:
+            return False
+        _Process.tracer = None
+        self.tracer.finish("watch_exit")
+        end = time.time()
+        self._meta.update(
+            end_time=datetime.fromtimestamp(end, timezone.utc).isoformat(),
+            status="finished" if exc_type is None else "failed",
+            error=None if exc is None else f"{exc_type.__name__}: {exc}",
+            steps=self.tracer.step,
+            unique_programs=self.tracer.unique,
+            final_metrics=self.tracer.probe.totals(),
+        )
+        write_run_json(self.out, self._meta)
+        return False
+
+    @property
+    def run(self):
+        """The record so far, loaded (see detective.load_run)."""
+        from detective.runtime.record import load_run
+
+        return load_run(self.out)
