@@ -16,6 +16,7 @@ from detective import __version__
 COMMANDS: dict[str, str] = {
     "lint": "detective.lint.cli:lint",
     "rules": "detective.lint.cli:rules",
+    "gate": "detective.ci.cli:gate",
     "run": "detective.runtime.cli:run",
     "report": "detective.runtime.cli:report",
 }

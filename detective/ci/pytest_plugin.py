@@ -1,0 +1,73 @@
+"""pytest plugin: compile budgets as test assertions.
+
+    @pytest.mark.compile_budget(after_step=5, max_new_programs=0)
+    def test_train_loop_is_stable():
+        for _ in range(8):
+            train_step()
+            torch_xla.sync()
+
+The steps a marked test runs on XLA are recorded (as ``detective.watch`` does) and the
+test fails with the gate's message when the budget is exceeded. Tests that want the
+numbers use the ``detective_watch`` fixture: ``detective_watch.run.steps`` is the table.
+Registered through the ``pytest11`` entry point as ``detective``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+MARKER = "compile_budget"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(after_step, max_new_programs=0, max_unique_programs=None, max_compile_seconds=None): "
+        "fail when the XLA steps this test runs compile new programs from after_step on",
+    )
+
+
+def _budget(marker):
+    from detective.ci.gate import Budget
+
+    try:
+        return Budget(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        raise pytest.UsageError(f"@pytest.mark.{MARKER}: {exc}") from None
+
+
+@pytest.fixture
+def detective_watch(request, tmp_path):
+    """A running ``detective.watch`` recording into the test's tmp_path."""
+    from detective.runtime.watch import watch
+
+    marker = request.node.get_closest_marker(MARKER)
+    warmup = _budget(marker).after_step if marker else 2
+    with watch(out=tmp_path / "detective-run", warmup=warmup) as active:
+        yield active
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return (yield)
+    budget = _budget(marker)
+    active = item.funcargs.get("detective_watch") if hasattr(item, "funcargs") else None
+    with contextlib.ExitStack() as stack:
+        if active is None:
+            from detective.runtime.watch import watch
+
+            out = item.config._tmp_path_factory.mktemp("detective-run") if hasattr(
+                item.config, "_tmp_path_factory") else None
+            active = stack.enter_context(watch(out=out, warmup=budget.after_step))
+        result = yield
+    from detective.ci.gate import PASS, evaluate
+
+    verdict = evaluate(active.run, budget)
+    item.user_properties.append(("detective_gate", verdict.message()))
+    if verdict.status != PASS:
+        pytest.fail(verdict.message(), pytrace=False)
+    return result
