@@ -17,6 +17,8 @@ COMMANDS: dict[str, str] = {
     "lint": "detective.lint.cli:lint",
     "rules": "detective.lint.cli:rules",
     "gate": "detective.ci.cli:gate",
+    "bisect": "detective.ci.cli:bisect",
+    "bisect-steps": "detective.ci.cli:bisect_steps",
     "run": "detective.runtime.cli:run",
     "report": "detective.runtime.cli:report",
 }

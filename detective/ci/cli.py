@@ -99,3 +99,66 @@ def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile
                        max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds)
     verdict = gate_run(run_dir, budget_args, fmt, config_path)
     sys.exit(verdict.status)
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--good", required=True, help="A commit that passes the gate.")
+@click.option("--bad", required=True, help="A commit that fails it (storms).")
+@budget_options
+@click.option("--mode", type=click.Choice(["count", "diagnose"]), default="count", show_default=True)
+@click.option("--out", "out_root", type=click.Path(file_okay=False), help="Keep each commit's run here.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_compile_seconds, mode,
+           out_root, command):
+    """Find the first commit whose COMMAND fails the compile-budget gate.
+
+    Drives `git bisect run` with `detective run` + the gate as the test, and restores the
+    repository afterwards. Exit status: 0 a first bad commit was named; 2 it could not be
+    (dirty tree, swapped endpoints, a command that does not run, not a git repository).
+    """
+    from detective.ci.bisect import BisectError
+    from detective.ci.bisect import bisect as run_bisect
+
+    budget = resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds)
+    try:
+        outcome = run_bisect(".", good, bad, list(command), budget, mode=mode, out_root=out_root,
+                             echo=lambda text: click.echo(text, err=True))
+    except BisectError as exc:
+        click.echo(f"detective bisect: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("detective bisect: interrupted; the repository was restored", err=True)
+        sys.exit(130)
+    click.echo(f"first bad commit: {outcome.sha} {outcome.subject}")
+    click.echo(f"tested: {', '.join(f'{sha[:10]} {verdict}' for sha, verdict in outcome.tested)}")
+    click.echo(f"its run: {outcome.run_dir}")
+    click.echo(outcome.verdict_message)
+
+
+@click.command("bisect-steps")
+@click.argument("run_dir", type=click.Path(path_type=str))
+@click.option("--quiet-steps", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Steps without a new program that count as settled.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def bisect_steps(run_dir, quiet_steps, fmt):
+    """Find the step where a long run started compiling new programs and never settled.
+
+    Exit status: 0 no storm; 1 a storm was found; 2 the run cannot be read or has no steps.
+    """
+    import dataclasses
+    import json
+
+    from detective.ci.bisect_steps import find_storm
+    from detective.runtime.record import RunNotFound, load_run
+
+    try:
+        run = load_run(run_dir)
+    except RunNotFound as exc:
+        click.echo(f"detective: {exc}", err=True)
+        sys.exit(2)
+    finding = find_storm(run, quiet=quiet_steps)
+    if fmt == "json":
+        click.echo(json.dumps(dataclasses.asdict(finding), indent=2, default=str))
+    else:
+        click.echo(finding.message(quiet_steps))
+    sys.exit(2 if finding.steps_recorded == 0 else 1 if finding.storming else 0)
