@@ -16,6 +16,11 @@ _PREFIXES = (
     ("Compilation Analysis: ", "compilation"),
     ("Execution Analysis: ", "execution"),
 )
+# One whole block: its opening and closing '=' lines carry the same prefix. "Post Compilation
+# Analysis" blocks start with "Post" and never match.
+_BLOCK = re.compile(
+    r"^((?:Unexpected )?(?:Execution|Compilation) Analysis: )={20,}\n.*?^\1={20,}\n", re.M | re.S
+)
 _FRAME = re.compile(r"^(?P<function>.+?) \((?P<file>.+):(?P<line>\d+)\)$")
 _RECORD = re.compile(r"^\[(?P<name>[^\]\n]+)\]\n(?P<body>.*?)^## END_GRAPH\n", re.S | re.M)
 _GRAPH_HASH = re.compile(r"^Graph Hash: ([0-9a-f]+)\s*$", re.M)
@@ -31,6 +36,7 @@ class Block:
     outputs: int | None = None
     frames: list[dict] = field(default_factory=list)
     frames_truncated: bool = False
+    encoded: str | None = None  # JSON of the fields above, filled once by the tracer
 
 
 def parse_frame(text: str) -> dict | None:
@@ -42,25 +48,46 @@ def parse_frame(text: str) -> dict | None:
 
 def parse_blocks(text: str) -> list[Block]:
     """Blocks in file order; incomplete trailing blocks are dropped."""
-    blocks: list[Block] = []
+    return [_parse_block(m.group(0)) for m in _BLOCK.finditer(text)]
+
+
+class BlockCache:
+    """Parse each distinct block text once: in a steady loop the same blocks repeat verbatim."""
+
+    def __init__(self, limit: int = 10_000):
+        self._blocks: dict[str, Block] = {}
+        self._limit = limit
+        self._last: tuple[str, list[Block]] = ("", [])
+
+    def parse(self, text: str) -> list[Block]:
+        if text == self._last[0]:  # a steady step writes exactly what the previous one did
+            return list(self._last[1])
+        blocks = []
+        for m in _BLOCK.finditer(text):
+            raw = m.group(0)
+            block = self._blocks.get(raw)
+            if block is None:
+                if len(self._blocks) >= self._limit:
+                    self._blocks.clear()
+                block = self._blocks[raw] = _parse_block(raw)
+            blocks.append(block)
+        self._last = (text, blocks)
+        return list(blocks)
+
+
+def _parse_block(raw: str) -> Block:
     block: Block | None = None
     section = None
-    for raw in text.splitlines():
+    for line in raw.splitlines():
         for prefix, kind in _PREFIXES:
-            if raw.startswith(prefix):
-                body = raw[len(prefix) :]
+            if line.startswith(prefix):
+                body = line[len(prefix) :]
                 break
         else:
-            continue  # Post Compilation Analysis, "Computation hash", foreign output
-        if body.startswith("====="):
-            if block is None:
-                block, section = Block(kind=kind), None
-            else:
-                blocks.append(block)
-                block = None
             continue
         if block is None:
-            continue
+            block = Block(kind=kind)
+            continue  # the opening ==== line
         stripped = body.strip()
         if body.startswith("  "):
             if section == "cause" and block.cause is None:
@@ -89,7 +116,7 @@ def parse_blocks(text: str) -> list[Block]:
             section = "frames"
         else:
             section = None
-    return blocks
+    return block
 
 
 def parse_saved_graphs(text: str) -> dict[str, str]:

@@ -14,8 +14,12 @@ class EventWriter:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def write(self, *events: dict) -> None:
-        data = "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events).encode()
-        view = memoryview(data)
+        self.write_lines([json.dumps(e, separators=(",", ":")) for e in events])
+
+    def write_lines(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        view = memoryview(("\n".join(lines) + "\n").encode())
         while view:
             view = view[os.write(self._fd, view) :]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-FALLBACK_PREFIX = "aten::"  # torch_xla counts CPU fallbacks as aten::<op>
-
 
 class MetricsProbe:
     def __init__(self, met):
@@ -28,11 +26,8 @@ class MetricsProbe:
         return data[0] if data else 0
 
     def fallbacks(self) -> dict[str, int]:
-        return {
-            name: self._counter(name)
-            for name in self._met.counter_names()
-            if name.startswith(FALLBACK_PREFIX)
-        }
+        """aten::<op> counters: ops torch_xla ran on the CPU (``.item()`` shows up here too)."""
+        return {name: self._counter(name) for name in self._met.executed_fallback_ops()}
 
     def totals(self) -> dict:
         """torch_xla's own view of the whole process, for checking our counts against it."""

@@ -157,7 +157,10 @@ class watch:
         if self._delegated or self.tracer is None:
             return False
         _Process.tracer = None
-        self.tracer.finish("watch_exit")
+        try:
+            self.tracer.finish("watch_exit")
+        except Exception as error:  # never turn a finished training loop into a crash
+            print(f"detective: could not finish the record: {error!r}", file=sys.stderr)
         end = time.time()
         self._meta.update(
             end_time=datetime.fromtimestamp(end, timezone.utc).isoformat(),

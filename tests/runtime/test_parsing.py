@@ -76,3 +76,19 @@ def test_read_events_skips_a_cut_last_line(tmp_path):
     events, warnings = read_events(str(tmp_path))
     assert events == [{"event": "start", "pid": 1}]
     assert warnings == ["events.jsonl: last line 2 is cut off (the run was killed mid-write); skipped it"]
+
+
+def test_appended_file_reads_only_the_new_tail_and_stays_small(tmp_path):
+    from detective.runtime.tracer import AppendedFile
+
+    path = tmp_path / "debug.log"
+    tail = AppendedFile(str(path), limit=10)
+    assert tail.read_new() == ""  # torch_xla has not created it yet
+    with open(path, "a") as f:
+        f.write("block one\n")
+    assert tail.read_new() == "block one\n"
+    assert path.stat().st_size == 0  # past the limit: emptied
+    with open(path, "a") as f:  # torch_xla opens in append mode, so it writes at the new end
+        f.write("two\n")
+    assert tail.read_new() == "two\n"
+    assert tail.read_new() == ""

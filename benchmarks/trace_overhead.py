@@ -1,0 +1,95 @@
+"""Step time of one training loop: bare vs `detective run --mode count` vs `--mode diagnose`.
+
+    .venv/bin/python benchmarks/trace_overhead.py [--rounds 3] [--steps 200] [--hidden 1024]
+
+Each round runs the three variants back to back (interleaved, so drift hits all alike) in fresh
+processes. A variant's step time is wall time over the timed steps, after warm-up, ending with
+wait_device_ops so queued work is counted. Prints the median per variant and ratios to bare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WARMUP_STEPS = 5
+
+
+def worker(steps: int, hidden: int, batch: int) -> None:
+    import torch
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    device = torch_xla.device()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 10),
+    ).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(0)
+    data = [(torch.randn(batch, hidden, generator=g), torch.randint(0, 10, (batch,), generator=g)) for _ in range(8)]
+
+    def step(i: int) -> None:
+        x, y = data[i % len(data)]
+        x, y = x.to(device), y.to(device)
+        opt.zero_grad(set_to_none=False)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        torch_xla.sync()
+
+    for i in range(WARMUP_STEPS):
+        step(i)
+    xm.wait_device_ops()
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    xm.wait_device_ops()
+    print(json.dumps({"step_ms": (time.perf_counter() - start) * 1000 / steps}))
+
+
+def measure(variant: str, args, tmp: Path, round_no: int) -> float:
+    script = [sys.executable, __file__, "--worker", "--steps", str(args.steps), "--hidden", str(args.hidden),
+              "--batch", str(args.batch)]
+    if variant == "bare":
+        command = script
+    else:
+        out = tmp / f"{variant}-{round_no}"
+        command = [sys.executable, "-m", "detective", "run", "--quiet", "--mode", variant, "--out", str(out), "--", *script]
+    proc = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])["step_ms"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--hidden", type=int, default=1024)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.steps, args.hidden, args.batch)
+        return
+    variants = ("bare", "count", "diagnose")
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory(prefix="detective-bench-") as tmp:
+        for r in range(args.rounds):
+            for v in variants:
+                times[v].append(measure(v, args, Path(tmp), r))
+            print(f"round {r}: " + "  ".join(f"{v} {times[v][-1]:.3f} ms" for v in variants), file=sys.stderr)
+    bare = statistics.median(times["bare"])
+    print(f"step time after {WARMUP_STEPS} warm-up steps, median of {args.rounds} rounds x {args.steps} steps "
+          f"(MLP hidden={args.hidden}, batch={args.batch}):")
+    for v in variants:
+        med = statistics.median(times[v])
+        print(f"  {v:9s} {med:8.3f} ms/step   ratio to bare {med / bare:5.3f}   (+{(med - bare) * 1000:.0f} us/step)")
+
+
+if __name__ == "__main__":
+    main()
