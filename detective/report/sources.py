@@ -1,0 +1,206 @@
+"""Map an IR ``location=func@basename:line`` back to a user source file, and read its line.
+
+torch_xla prints the basename and the innermost frame only, so a location is resolved against
+the files the run's own frames name (full paths), then the run's working tree. A location whose
+file is torch's, torch_xla's or the detective's is library code, not the answer. A file that
+cannot be found (moved, or run elsewhere) keeps its printed location.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import sysconfig
+from dataclasses import dataclass
+from functools import lru_cache
+
+LIBRARY_PACKAGES = ("torch", "torch_xla", "detective", "typing_extensions")
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "site-packages", "dist-packages", "node_modules",
+              ".tox", ".nox", "build", "dist", ".detective", ".mypy_cache", ".pytest_cache"}
+_WALK_LIMIT = 20_000
+VALUE_READ = "access tensor value"  # in torch_xla's compilation cause for .item(), .cpu(), print(t)
+
+
+@dataclass(frozen=True)
+class Source:
+    file: str  # full path when found, else the basename torch_xla printed
+    line: int
+    function: str
+    found: bool = True
+
+    def code(self) -> str | None:
+        return line_text(self.file, self.line) if self.found else None
+
+
+def _package_dirs() -> tuple[str, ...]:
+    dirs = []
+    for name in LIBRARY_PACKAGES:
+        try:
+            spec = importlib.util.find_spec(name)  # finds, does not import
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            dirs += [os.path.join(os.path.realpath(p), "") for p in spec.submodule_search_locations]
+    return tuple(dirs)
+
+
+@lru_cache(maxsize=1)
+def library_roots() -> tuple[tuple[str, ...], str]:
+    return _package_dirs(), os.path.join(os.path.realpath(sysconfig.get_paths()["stdlib"]), "")
+
+
+def is_library(path: str) -> bool:
+    """torch, torch_xla, the detective or the standard library (not user code)."""
+    if not os.path.isabs(path):
+        return False
+    packages, stdlib = library_roots()
+    real = os.path.realpath(path)
+    if real.startswith(packages):
+        return True
+    parts = real.split(os.sep)
+    if any(p in ("site-packages", "dist-packages") for p in parts):
+        i = max(i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages"))
+        return i + 1 < len(parts) and parts[i + 1] in LIBRARY_PACKAGES
+    return real.startswith(stdlib)
+
+
+@lru_cache(maxsize=1)
+def _library_basenames() -> frozenset[str]:
+    names: set[str] = set()
+    for root in library_roots()[0]:
+        for _, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            names.update(f for f in filenames if f.endswith(".py"))
+    return frozenset(names)
+
+
+@lru_cache(maxsize=512)
+def _lines(path: str) -> tuple[str, ...] | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return tuple(f.read().splitlines())
+    except OSError:
+        return None
+
+
+def line_text(path: str, line: int) -> str | None:
+    lines = _lines(path)
+    if lines is None or not 1 <= line <= len(lines):
+        return None
+    return lines[line - 1].strip()
+
+
+def excerpt(path: str, line: int, around: int = 2) -> list[tuple[int, str]]:
+    lines = _lines(path) or ()
+    lo, hi = max(1, line - around), min(len(lines), line + around)
+    return [(n, lines[n - 1]) for n in range(lo, hi + 1)]
+
+
+@lru_cache(maxsize=256)
+def _tree(path: str) -> ast.AST | None:
+    lines = _lines(path)
+    if lines is None:
+        return None
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def enclosing_function(path: str, line: int) -> str | None:
+    """Name of the innermost def/lambda/comprehension around ``line``; "<module>" at top level."""
+    tree = _tree(path)
+    if tree is None:
+        return None
+    best, best_span = "<module>", None
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = node.name
+        elif isinstance(node, ast.Lambda):
+            name = "<lambda>"
+        elif isinstance(node, ast.DictComp):
+            name = "<dictcomp>"
+        elif isinstance(node, ast.ListComp):
+            name = "<listcomp>"
+        elif isinstance(node, ast.SetComp):
+            name = "<setcomp>"
+        elif isinstance(node, ast.GeneratorExp):
+            name = "<genexpr>"
+        if name is None:
+            continue
+        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        end = getattr(node, "end_lineno", None) or start
+        if start <= line <= end and (best_span is None or end - start < best_span):
+            best, best_span = name, end - start
+    return best
+
+
+def enclosing_branch(path: str, line: int) -> tuple[int, str] | None:
+    """The innermost ``if`` whose body or else holds ``line`` (not its condition): (line, text)."""
+    tree = _tree(path)
+    if tree is None:
+        return None
+    best = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        body_start = node.body[0].lineno
+        end = node.end_lineno or body_start
+        if body_start <= line <= end and (best is None or node.lineno > best.lineno):
+            best = node
+    if best is None:
+        return None
+    return best.lineno, line_text(path, best.lineno) or ""
+
+
+class Resolver:
+    """Resolve IR locations for one run."""
+
+    def __init__(self, frame_files: list[str], cwd: str | None):
+        self.frame_files = [f for f in dict.fromkeys(frame_files) if not is_library(f)]
+        self.cwd = cwd
+        self._walked: dict[str, list[str]] | None = None
+
+    def _cwd_files(self) -> dict[str, list[str]]:
+        if self._walked is None:
+            self._walked = {}
+            count = 0
+            if self.cwd and os.path.isdir(self.cwd):
+                for directory, dirnames, filenames in os.walk(self.cwd):
+                    dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+                    for name in filenames:
+                        if name.endswith(".py"):
+                            self._walked.setdefault(name, []).append(os.path.join(directory, name))
+                            count += 1
+                    if count > _WALK_LIMIT:
+                        break
+        return self._walked
+
+    def resolve(self, function: str, basename: str, line: int) -> Source | None:
+        """A user Source, or None for library code."""
+        from_frames = [f for f in self.frame_files if os.path.basename(f) == basename]
+        candidates = from_frames or [f for f in self._cwd_files().get(basename, []) if not is_library(f)]
+        for path in candidates:
+            found = enclosing_function(path, line)
+            if found is None:
+                continue
+            if found == function or function in ("<module>", "") or function.startswith("<"):
+                return Source(path, line, function)
+        if candidates and from_frames:
+            return Source(candidates[0], line, function)  # the run's own file, edited since
+        if basename in _library_basenames():
+            return None
+        return Source(basename, line, function, found=False)  # moved, or run elsewhere: keep it
+
+    def frame(self, frame: dict | None) -> Source | None:
+        if not frame:
+            return None
+        path = frame["file"]
+        found = os.path.exists(path)
+        if not found:
+            alt = self.resolve(frame["function"], os.path.basename(path), frame["line"])
+            if alt is not None and alt.found:
+                return alt
+        return Source(path, frame["line"], frame["function"], found=found)
