@@ -14,7 +14,7 @@ import libcst as cst
 
 from detective.lint.context import Context
 from detective.lint.model import Candidate, CallRef, FileSummary
-from detective.lint.positions import LineIndex, resolve_offsets
+from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
 
 _SUPPRESS = re.compile(
@@ -55,7 +55,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                root: str, is_package: bool) -> FileSummary:
     candidates = [i for i in context.items if i.kind == "candidate"]
     wanted = list(context.anchors.values()) + [i.payload[2] for i in candidates]
-    offsets = resolve_offsets(tree, wanted)
+    replaced = [i.payload[3][0][0] for i in candidates if i.payload[3] and i.payload[3][0]]
+    offsets, spans = resolve_offsets(tree, wanted, replaced)
     lines = LineIndex(source)
 
     def where(node) -> tuple[int, int]:
@@ -63,7 +64,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         return lines.position(offset) if offset is not None else (0, 0)
 
     summary = FileSummary(path=path, module=module, root=root, is_package=is_package,
-                          imports=dict(context.imports))
+                          imports=dict(context.imports), imports_xla=context.imports_xla,
+                          module_imports=sorted(set(context.module_imports)))
     for qualname, scope in context.scopes.items():
         anchor = context.anchors.get(qualname)
         if anchor is not None:
@@ -93,9 +95,19 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target, 0)))
 
     for item in candidates:
-        code, message, node = item.payload
+        code, message, node, extras = item.payload
         line, column = where(node)
-        summary.candidates.append(Candidate(code, message, line, column, item.scope))
+        fix, title, after = (), "", ()
+        if extras is not None:
+            replace, title, after_calls = extras
+            if replace is not None and id(replace[0]) in spans:
+                start, end, indent = spans[id(replace[0])]
+                new_text = code_at(tree, replace[1], indent)
+                if new_text != source[start:end]:
+                    fix = ((start, end, new_text),)
+            after = tuple(t for t in (_resolve_local(context, c, item.scope) for c in after_calls) if t)
+        summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
+                                            fix_title=title if fix else "", after_calls=after))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

@@ -1,17 +1,18 @@
-"""Cross-file pass: which scopes are traced, and by which chain of calls.
+"""Cross-file pass: which scopes are traced, by which chain of calls, and which files are XLA code.
 
 Nodes are ``(path, qualname)`` scopes from every FileSummary. Roots are scopes traced
 on their own (compile decorators and targets, nn.Module.forward, step loops,
 configured roots); edges are resolved calls. The shortest path from any root gives
-the chain printed with a finding in a helper.
+the chain printed with a finding in a helper. Plain dicts and a breadth-first search
+stand in for a graph library: importing one costs more than the whole search.
 """
 
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 
-import networkx as nx
 
 from detective.lint.model import FileSummary
 
@@ -39,6 +40,8 @@ class Project:
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
         self._module_class: dict[Node, bool] = {}
+        self._graph: tuple[dict, dict] | None = None
+        self._xla: set[str] | None = None
 
     # ------------------------------------------------------------------ resolution
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
@@ -169,23 +172,26 @@ class Project:
         return result
 
     # ------------------------------------------------------------------ graph
-    def graph(self) -> tuple[nx.DiGraph, dict[Node, str]]:
-        graph = nx.DiGraph()
+    def graph(self) -> tuple[dict[Node, dict[Node, None]], dict[Node, str]]:
+        """Call edges (adjacency in insertion order) and traced roots with their reasons."""
+        if self._graph is not None:
+            return self._graph
+        edges: dict[Node, dict[Node, None]] = {}
         roots: dict[Node, str] = {}
         for summary in self.files.values():
             path = summary.path
             for qualname, scope in summary.scopes.items():
                 node = (path, qualname)
-                graph.add_node(node)
+                out = edges.setdefault(node, {})
                 if scope.root_reason:
                     roots[node] = scope.root_reason
                 if scope.parent is not None:
                     # Nested defs and step loops run when their enclosing scope runs.
-                    graph.add_edge((path, scope.parent), node)
+                    edges.setdefault((path, scope.parent), {})[node] = None
                 for call in scope.calls:
                     callee = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
-                        graph.add_edge(node, callee)
+                        out[callee] = None
             for scope_name, ref in summary.compile_targets:
                 class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
                 target = self.resolve(ref.target, summary, class_name)
@@ -198,17 +204,76 @@ class Project:
                         name = f"{qualname}.{method}"
                         if name in summary.scopes:
                             roots.setdefault((path, name), "nn.Module." + method)
-        return graph, roots
+        self._graph = (edges, roots)
+        return self._graph
 
     def reach(self) -> Reach:
-        graph, roots = self.graph()
-        source = ("", "<roots>")
-        graph.add_node(source)
+        """Shortest chain from some root to every traced scope (breadth-first, roots in order)."""
+        edges, roots = self.graph()
+        paths: dict[Node, list[Node]] = {}
+        queue: deque[Node] = deque()
         for root in roots:
-            graph.add_edge(source, root)
-        paths = nx.single_source_shortest_path(graph, source)
-        del paths[source]
-        return Reach(roots, {node: path[1:] for node, path in paths.items()})
+            if root not in paths:
+                paths[root] = [root]
+                queue.append(root)
+        while queue:
+            node = queue.popleft()
+            for callee in edges.get(node, ()):
+                if callee not in paths:
+                    paths[callee] = paths[node] + [callee]
+                    queue.append(callee)
+        return Reach(roots, paths)
+
+    def reaches_tag(self, starts: list[Node], tag: str) -> bool:
+        """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""
+        edges, _ = self.graph()
+        seen = set(starts)
+        queue = deque(starts)
+        while queue:
+            node = queue.popleft()
+            scope = self.files[node[0]].scopes.get(node[1])
+            if scope is not None and tag in scope.tags:
+                return True
+            for callee in edges.get(node, ()):
+                if callee not in seen:
+                    seen.add(callee)
+                    queue.append(callee)
+        return False
+
+    # ------------------------------------------------------------------ XLA code
+    def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
+        """The project file an imported dotted name lives in (longest module prefix)."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            candidates = self.by_module.get(".".join(parts[:cut]))
+            if candidates:
+                return _closest(candidates, origin)
+        return None
+
+    def xla_files(self) -> set[str]:
+        """Files that import torch_xla, or are reached from one through imports or calls."""
+        if self._xla is not None:
+            return self._xla
+        edges, _ = self.graph()
+        deps: dict[str, set[str]] = {path: set() for path in self.files}
+        for summary in self.files.values():
+            for dotted in summary.module_imports:
+                target = self.module_file(dotted, summary)
+                if target is not None and target.path != summary.path:
+                    deps[summary.path].add(target.path)
+        for (path, _q), callees in edges.items():
+            for callee_path, _c in callees:
+                if callee_path != path:
+                    deps[path].add(callee_path)
+        found = {path for path, summary in self.files.items() if summary.imports_xla}
+        queue = deque(sorted(found))
+        while queue:
+            for dep in deps[queue.popleft()]:
+                if dep not in found:
+                    found.add(dep)
+                    queue.append(dep)
+        self._xla = found
+        return found
 
 
 def _closest(candidates: list[FileSummary], origin: FileSummary) -> FileSummary:

@@ -23,44 +23,111 @@ def _codes(values) -> list[str]:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--select", multiple=True, help="Codes or prefixes to check (comma-separated; default: all).")
 @click.option("--ignore", multiple=True, help="Codes or prefixes to skip (comma-separated).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
+@click.option("--format", "output_format",
+              type=click.Choice(["text", "json", "json-lines", "sarif", "github", "junit"]),
+              default="text", show_default=True, help="Output format.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of each finding.")
+@click.option("--fix", is_flag=True, help="Apply behaviour-keeping fixes in place, then report what is left.")
+@click.option("--diff", is_flag=True, help="Print the fixes --fix would apply as a unified diff; change nothing.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the per-file cache (.detective/cache).")
+@click.option("--project", "project", multiple=True, type=click.Path(path_type=str),
+              help="Also read these paths (not reported on) for cross-file chains and XLA reachability: "
+                   "lint a few changed files with the whole project's context (pre-commit).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml to read [tool.detective] from (default: the nearest one).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
-def lint(paths, select, ignore, output_format, exit_zero, statistics, config_path, jobs):
-    """Flag recompile and host-sync triggers inside compiled or traced regions.
+def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff, no_cache, project,
+         config_path, jobs):
+    """Flag recompile and host-sync triggers inside compiled or traced regions,
+    and whole-program XLA policies in code that uses torch_xla.
 
-    Exit status: 0 no findings, 1 findings, 2 usage error or nothing could be linted.
+    Exit status: 0 no findings, 1 findings (with --diff: fixes to apply), 2 usage
+    error or nothing could be linted.
     """
     from detective.lint.engine import lint_paths
 
     paths = list(paths) or ["."]
+    if fix and diff:
+        raise click.UsageError("--fix and --diff are exclusive: --diff previews what --fix writes")
     try:
         config = load_config(config_path, start=Path(paths[0]))
         select_codes, ignore_codes = _codes(select), _codes(ignore)
         expand_selectors(select_codes + ignore_codes)
-        result = lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes)
+
+        def run():
+            return lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes, jobs=jobs,
+                              use_cache=not no_cache, project=list(project) or None)
+
+        result = run()
     except (ConfigError, ValueError) as exc:
         raise click.UsageError(str(exc)) from None
 
     for path, problem in result.errors:
         click.echo(f"{path}: {problem}", err=True)
+    if diff:
+        _print_diff(result)
+    if fix:
+        result = _apply_fixes(result, run)
     findings = result.findings
     if statistics:
         _print_statistics(findings, output_format)
     elif output_format == "json":
         click.echo(json.dumps([f.to_json() for f in findings], indent=2))
-    else:
+    elif output_format == "text":
         for f in findings:
             click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}")
+    else:
+        from detective.lint import formats
+
+        if output_format == "sarif":
+            text = formats.dumps_sarif(findings, result.errors)
+        elif output_format == "github":
+            text = formats.github(findings, result.errors)
+        elif output_format == "junit":
+            text = formats.junit(findings, result.errors, result.files_checked)
+        else:
+            text = formats.json_lines(findings)
+        if text:
+            click.echo(text)
     if output_format == "text":
         _print_summary(result)
     if result.files_checked == 0 and result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if findings and not exit_zero else EXIT_CLEAN)
+
+
+def _print_diff(result) -> None:
+    from detective.lint.fix import plan_fixes
+
+    plans = plan_fixes(result.findings, result.summaries)
+    for plan in plans:
+        click.echo(plan.diff(), nl=False)
+    count = sum(len(p.fixed) for p in plans)
+    if plans:
+        click.echo(f"Would fix {count} finding{'s' if count != 1 else ''} "
+                   f"in {len(plans)} file{'s' if len(plans) != 1 else ''}.", err=True)
+    sys.exit(EXIT_FINDINGS if plans else EXIT_CLEAN)
+
+
+def _apply_fixes(result, run):
+    """Fix, re-lint, repeat until nothing is left to fix (overlapping edits wait a round)."""
+    from detective.lint.fix import plan_fixes
+
+    fixed_count, fixed_files = 0, set()
+    for _ in range(4):
+        plans = plan_fixes(result.findings, result.summaries)
+        if not plans:
+            break
+        for plan in plans:
+            plan.write()
+            fixed_count += len(plan.fixed)
+            fixed_files.add(plan.path)
+        result = run()
+    if fixed_count:
+        click.echo(f"Fixed {fixed_count} finding{'s' if fixed_count != 1 else ''} "
+                   f"in {len(fixed_files)} file{'s' if len(fixed_files) != 1 else ''}.", err=True)
+    return result
 
 
 def _print_statistics(findings, output_format) -> None:

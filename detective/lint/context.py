@@ -26,6 +26,8 @@ SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
 )
 STEP_CONTEXTS = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
+XLA_COMPILE_CALLS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
+OPTIMIZER_STEP_CALLS = frozenset({"torch_xla.core.xla_model.optimizer_step"})
 COMPILE_CALLS = frozenset(
     {"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"}
 )
@@ -71,8 +73,55 @@ class _FunctionFrame:
     host_names: set[str] = field(default_factory=set)  # bound from host reads
     data_names: set[str] = field(default_factory=set)  # parameters and loop targets
     loader_names: set[str] = field(default_factory=set)
+    compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
     regions: list[_RegionFrame] = field(default_factory=list)
     loop_count: int = 0
+
+
+@dataclass
+class AccEvent:
+    """A call that matters for gradient accumulation, recorded in its innermost loop/function."""
+
+    kind: str  # "backward" | "step" | "zero_grad" | "sync" | "compile" | "compiled_call"
+    node: cst.CSTNode
+    accum: bool  # under an `if` that looks like an accumulation boundary (`% N`, "accum")
+    depth: int  # number of enclosing `if`s inside this frame
+    scope: str
+
+
+@dataclass
+class AccFrame:
+    """Events of one loop body or function body, for the accumulation rules (RC101/RC102).
+
+    Rules read ``context.acc_frame`` in their ``leave_For``/``leave_While``/
+    ``leave_FunctionDef``/``leave_Module``: at that point its events and its
+    children (inner loops, already left) are complete.
+    """
+
+    node: cst.CSTNode
+    is_loop: bool
+    events: list[AccEvent] = field(default_factory=list)
+    children: list["AccFrame"] = field(default_factory=list)
+    if_stack: list[bool] = field(default_factory=list)
+
+    def has(self, kind: str, accum: bool | None = None) -> bool:
+        return any(e.kind == kind and (accum is None or e.accum == accum) for e in self.events)
+
+    @property
+    def does_micro_work(self) -> bool:
+        return self.has("backward") or self.has("compiled_call")
+
+    @property
+    def is_flat_accumulation(self) -> bool:
+        """A loop that does backward every iteration and steps the optimizer every N."""
+        return (self.is_loop and self.does_micro_work and self.has("step", accum=True)
+                and not self.has("step", accum=False))
+
+    def micro_children(self) -> list["AccFrame"]:
+        """Inner loops that accumulate while this frame steps the optimizer once."""
+        if not self.has("step"):
+            return []
+        return [c for c in self.children if c.is_loop and c.does_micro_work and not c.has("step")]
 
 
 @dataclass
@@ -103,11 +152,15 @@ class Context(cst.CSTVisitor):
         self.class_stack: list[ClassFrame] = []
         self._nodes_for_lines: list[cst.CSTNode] = []
         self._step_withs: set[int] = set()
+        self.imports_xla = False  # torch_xla imported so far (in traversal order)
+        self.module_imports: list[str] = []
+        self.acc_stack: list[AccFrame] = []
         self.rules = [rule_class(self) for rule_class in rule_classes]
         self._visit, self._leave = _dispatch_tables(self.rules)
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
         self.functions.append(_FunctionFrame(module_scope))
+        self.acc_stack.append(AccFrame(node=None, is_loop=False))
 
     # ------------------------------------------------------------------ dispatch
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -157,9 +210,35 @@ class Context(cst.CSTVisitor):
             return self.class_stack[-1]
         return None
 
-    def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None) -> None:
-        item = _Item("candidate", (code, message, node), scope or self.scope.qualname, -1)
+    @property
+    def acc_frame(self) -> AccFrame:
+        return self.acc_stack[-1]
+
+    def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
+               replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None) -> None:
+        """Record a candidate in the current scope (or ``scope``, which a step loop cannot claim).
+
+        ``at_index`` reports from a rule's ``leave_For``/``leave_While`` as if from the
+        loop body's top-level statement of that index, so the loop can still claim it.
+        """
+        extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
+        item = _Item("candidate", (code, message, node, extras), scope or self.scope.qualname, -1)
+        regions = self.function.regions
+        if at_index is not None and scope is None and regions:
+            item.index = at_index
+            regions[-1].items.append(item)
+            return
         self._record(item, claimable=scope is None)
+
+    def current_region(self):
+        """The innermost loop/step block of this function that may become a step region."""
+        regions = self.function.regions
+        return regions[-1] if regions else None
+
+    @staticmethod
+    def region_is_step(region) -> bool:
+        """Known once the loop body has been visited (in a rule's leave_For/leave_While)."""
+        return bool(region.always or region.sync_indices or region.conditional_sync)
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """Dotted name of a Name/Attribute chain with import aliases expanded."""
@@ -391,10 +470,12 @@ class Context(cst.CSTVisitor):
             if _param_is_tensor(param, is_forward=in_class and name == "forward", resolve=self.resolve):
                 frame.tensor_names.add(pname)
         self.functions.append(frame)
+        self.acc_stack.append(AccFrame(node=node, is_loop=False))
 
     def _leave_function(self, node: cst.FunctionDef) -> None:
         frame = self.functions.pop()
         assert not frame.regions
+        self.acc_stack.pop()
 
     def _enter_class(self, node: cst.ClassDef) -> None:
         qualname = self._qualify(node.name.value)
@@ -429,6 +510,23 @@ class Context(cst.CSTVisitor):
         frame.regions.append(
             _RegionFrame(node, tuple(stmts), {id(s): i for i, s in enumerate(stmts)}, always=always)
         )
+        self.acc_stack.append(AccFrame(node=node, is_loop=True))
+
+    def _leave_for_while(self, node: cst.CSTNode) -> None:
+        self._leave_loop(node)
+        child = self.acc_stack.pop()
+        self.acc_stack[-1].children.append(child)
+
+    def _enter_if(self, node: cst.If) -> None:
+        self.acc_frame.if_stack.append(_accumulation_test(node.test))
+
+    def _leave_if(self, node: cst.If) -> None:
+        self.acc_frame.if_stack.pop()
+
+    def _acc_event(self, kind: str, node: cst.CSTNode) -> None:
+        frame = self.acc_frame
+        frame.events.append(AccEvent(kind, node, any(frame.if_stack), len(frame.if_stack),
+                                     self.scope.qualname))
 
     def _leave_loop(self, node: cst.CSTNode) -> None:
         frame = self.function
@@ -486,6 +584,8 @@ class Context(cst.CSTVisitor):
     def _enter_with(self, node: cst.With) -> None:
         for item in node.items:
             call = item.item
+            if isinstance(call, cst.Call) and self.resolve(call.func) in XLA_COMPILE_CALLS | STEP_CONTEXTS:
+                self._acc_event("compile", call)
             if isinstance(call, cst.Call) and self.resolve(call.func) in STEP_CONTEXTS:
                 stmts = _block_statements(node.body)
                 self.function.regions.append(
@@ -526,8 +626,11 @@ class Context(cst.CSTVisitor):
             else:
                 self._bind_target(target, tensor=tensor, boolean=boolean, host=host)
                 if isinstance(value, cst.Call) and isinstance(target, cst.Name):
-                    if self.resolve(value.func) in SYNCING_LOADERS:
+                    called = self.resolve(value.func)
+                    if called in SYNCING_LOADERS:
                         self.function.loader_names.add(target.value)
+                    if called in XLA_COMPILE_CALLS and value.args:
+                        self.function.compiled_names.add(target.value)
 
     def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool) -> None:
         if not (isinstance(target.value, cst.Name) and target.value.value == "self"):
@@ -550,10 +653,16 @@ class Context(cst.CSTVisitor):
                 cls.info.attr_types[attr] = f"local:{dotted}" if local else dotted
 
     # ------------------------------------------------------------------ node handlers
+    def _note_import(self, dotted: str) -> None:
+        self.module_imports.append(dotted)
+        if dotted == "torch_xla" or dotted.startswith("torch_xla."):
+            self.imports_xla = True
+
     def _visit_import(self, node: cst.Import) -> None:
         target = self.imports if len(self.functions) == 1 else self.function.aliases
         for alias in node.names:
             dotted = _dotted(alias.name)
+            self._note_import(dotted)
             if alias.asname is not None:
                 target[alias.asname.name.value] = dotted
             else:
@@ -572,10 +681,13 @@ class Context(cst.CSTVisitor):
             parts = parts[: len(parts) - up] if up else parts
             base = ".".join([*parts, base] if base else parts)
         target = self.imports if len(self.functions) == 1 else self.function.aliases
+        if base:
+            self._note_import(base)
         for alias in node.names:
             name = alias.name.value if isinstance(alias.name, cst.Name) else _dotted(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name
             target[local] = f"{base}.{name}" if base else name
+            self._note_import(target[local])
 
     def _visit_call(self, node: cst.Call) -> None:
         dotted = self.resolve(node.func)
@@ -588,6 +700,9 @@ class Context(cst.CSTVisitor):
                     region.conditional_sync = True
                 else:
                     region.sync_indices.append(region.current)
+        kind = self._acc_kind(node, dotted)
+        if kind is not None:
+            self._acc_event(kind, node)
         if dotted in COMPILE_CALLS and node.args:
             fn = node.args[0].value
             if isinstance(fn, cst.Call) and (self.resolve(fn.func) or "").endswith("partial") and fn.args:
@@ -606,6 +721,29 @@ class Context(cst.CSTVisitor):
         target = self._call_target(node.func)
         if target is not None:
             self._record(_Item("call", (target, node), self.scope.qualname, -1))
+
+    def _acc_kind(self, node: cst.Call, dotted: str | None) -> str | None:
+        if dotted in SYNC_CALLS:
+            return "sync"
+        if dotted in XLA_COMPILE_CALLS:
+            return "compile"
+        if dotted in OPTIMIZER_STEP_CALLS:
+            return "step"
+        func = node.func
+        if isinstance(func, cst.Name):
+            compiled = (self.function.compiled_names, self.functions[0].compiled_names)
+            return "compiled_call" if any(func.value in names for names in compiled) else None
+        if not isinstance(func, cst.Attribute) or dotted in STEP_CONTEXTS:
+            return None
+        method = func.attr.value
+        if method in {"backward", "zero_grad"}:
+            return method
+        if method == "step":
+            receiver = _dotted(func.value).lower()
+            if "sched" in receiver or (node.args and not receiver.endswith("scaler")):
+                return None  # lr schedulers; env.step(action)
+            return "step"
+        return None
 
     def _leave_assign(self, node: cst.Assign) -> None:
         self._bind_value([t.target for t in node.targets], node.value)
@@ -633,6 +771,32 @@ def _param_is_tensor(param: cst.Param, *, is_forward: bool, resolve) -> bool:
     return default is None or (isinstance(default, cst.Name) and default.value == "None")
 
 
+def _accumulation_test(test: cst.BaseExpression) -> bool:
+    """`if (i + 1) % accum == 0`, `if step % N`, `if ... accumulat...`, `if accelerator.sync_gradients`."""
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Modulo):
+                return True
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.Comparison):
+            stack.append(node.left)
+            stack += [c.comparator for c in node.comparisons]
+        elif isinstance(node, cst.BooleanOperation):
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, (cst.Name, cst.Attribute)):
+            text = _dotted(node).lower()
+            if "accum" in text or "sync_gradients" in text:
+                return True
+        elif isinstance(node, cst.Call):
+            stack.append(node.func)
+            stack += [a.value for a in node.args]
+    return False
+
+
 def _dotted(node: cst.BaseExpression) -> str:
     if isinstance(node, cst.Name):
         return node.value
@@ -648,6 +812,7 @@ _ENTER = {
     "For": Context._enter_loop,
     "While": Context._enter_loop,
     "With": Context._enter_with,
+    "If": Context._enter_if,
     "Import": Context._visit_import,
     "ImportFrom": Context._visit_import_from,
     "Call": Context._visit_call,
@@ -655,9 +820,10 @@ _ENTER = {
 _EXIT = {
     "FunctionDef": Context._leave_function,
     "ClassDef": Context._leave_class,
-    "For": Context._leave_loop,
-    "While": Context._leave_loop,
+    "For": Context._leave_for_while,
+    "While": Context._leave_for_while,
     "With": Context._leave_with,
+    "If": Context._leave_if,
     "Assign": Context._leave_assign,
     "AnnAssign": Context._leave_ann_assign,
     "AugAssign": Context._leave_aug_assign,

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from detective.lint.analyze import SourceError, analyze, decode
+from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
 from detective.lint.model import FileSummary, Finding
@@ -103,60 +104,124 @@ def display_path(path: Path) -> str:
         return path.as_posix()
 
 
-def _summarise_file(job: tuple[str, str, str, bool, tuple[str, ...]]) -> FileSummary:
-    path, module, root, is_package, roots = job
+def _summarise_file(job: tuple) -> FileSummary:
+    path, module, root, is_package, roots, raw = job
     try:
-        with open(path, "rb") as handle:
-            source = decode(handle.read())
-        return analyze(source, path, module, root, is_package, extra_roots=roots)
+        if raw is None:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        source = decode(raw)
+        summary = analyze(source, path, module, root, is_package, extra_roots=roots)
     except SourceError as exc:
-        return FileSummary(path=path, module=module, root=root, error=str(exc))
+        summary = FileSummary(path=path, module=module, root=root, error=str(exc))
     except OSError as exc:
         return FileSummary(path=path, module=module, root=root,
                            error=f"cannot read: {exc.strerror or exc}")
     except Exception as exc:  # a linter bug must not lose the other files
         return FileSummary(path=path, module=module, root=root,
                            error=f"internal error while linting: {type(exc).__name__}: {exc}")
+    summary.content_hash = content_hash(raw)
+    return summary
 
 
-def summarise(files: list[Path], config: Config, jobs: int | None = None) -> list[FileSummary]:
-    roots = tuple(config.roots)
-    work = []
-    for path in files:
-        module, root, is_package = module_name(path)
-        work.append((display_path(path), module, root, is_package, roots))
-    jobs = jobs or os.cpu_count() or 1
+def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        # Largest files first so no worker is left with a big one at the end; small
+        # chunks keep both workers busy, and each result is one pickled summary.
+        order = sorted(range(len(work)), key=lambda i: -len(work[i][5] or b""))
+        results: list[FileSummary | None] = [None] * len(work)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(_summarise_file, work, chunksize=max(1, len(work) // (jobs * 8))))
+            chunk = max(1, min(8, len(work) // (jobs * 16)))
+            for index, summary in zip(order, pool.map(_summarise_file, [work[i] for i in order],
+                                                      chunksize=chunk)):
+                results[index] = summary
+        return results  # type: ignore[return-value]
     return [_summarise_file(job) for job in work]
 
 
+def summarise(files: list[Path], config: Config, jobs: int | None = None,
+              cache: SummaryCache | None = None) -> list[FileSummary]:
+    """One summary per file, in order: from the cache when the content is unchanged."""
+    roots = tuple(config.roots)
+    summaries: list[FileSummary | None] = [None] * len(files)
+    work, slots, keys = [], [], []
+    for index, path in enumerate(files):
+        module, root, is_package = module_name(path)
+        shown = display_path(path)
+        raw = None
+        if cache is not None:
+            try:
+                raw = path.read_bytes()
+            except OSError:
+                raw = None
+            if raw is not None:
+                key = SummaryCache.entry_key(shown, module, root, is_package)
+                cached = cache.get(key, content_hash(raw))
+                if cached is not None:
+                    summaries[index] = cached
+                    continue
+                keys.append(key)
+            else:
+                keys.append(None)
+        work.append((shown, module, root, is_package, roots, raw))
+        slots.append(index)
+    results = _run_jobs(work, jobs or os.cpu_count() or 1)
+    for position, (index, summary) in enumerate(zip(slots, results)):
+        summaries[index] = summary
+        if cache is not None and keys[position] is not None and summary.content_hash \
+                and not (summary.error or "").startswith("internal error"):
+            cache.put(keys[position], summary.content_hash, summary)
+    if cache is not None:
+        cache.save()
+    return summaries  # type: ignore[return-value]
+
+
+def cache_for(config: Config) -> SummaryCache:
+    directory = (config.base if config.source is not None else Path.cwd()) / CACHE_DIR
+    override = os.environ.get("DETECTIVE_CACHE_DIR")
+    return SummaryCache(Path(override) if override else directory, roots=config.roots)
+
+
 def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
-               jobs: int | None = None) -> LintResult:
+               jobs: int | None = None, use_cache: bool = False,
+               project: list[str] | None = None) -> LintResult:
+    """Lint ``paths``. With ``project``, files there (not reported on) are context for the
+    cross-file pass too: chains and XLA reachability are those of the whole project.
+    """
     enabled = expand_selectors(select or config.select) - expand_selectors(
         [*config.ignore, *(ignore or [])]
     )
     files, errors = discover(paths, config)
-    summaries = summarise(files, config, jobs)
-    result = LintResult(errors=errors, summaries=summaries)
+    reported = {display_path(f) for f in files}
+    context_files: list[Path] = []
+    if project:
+        extra, _ = discover(project, config)
+        context_files = [f for f in extra if display_path(f) not in reported]
+    cache = cache_for(config) if use_cache else None
+    summaries = summarise(files + context_files, config, jobs, cache)
+    result = LintResult(errors=errors, summaries=summaries[:len(files)])
     good = []
-    for summary in summaries:
+    for position, summary in enumerate(summaries):
         if summary.error:
-            result.errors.append((summary.path, summary.error))
+            if position < len(files):
+                result.errors.append((summary.path, summary.error))
         else:
             good.append(summary)
-    result.files_checked = len(good)
-    result.findings = findings_for(good, config, enabled)
+    result.files_checked = sum(1 for s in summaries[:len(files)] if not s.error)
+    result.findings = findings_for(good, config, enabled,
+                                   report=reported if context_files else None)
     return result
 
 
-def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]) -> list[Finding]:
+def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str],
+                 report: set[str] | None = None) -> list[Finding]:
     project = Project(summaries)
-    reach = project.reach()
     rules = rules_by_code()
+    reach = None
     findings = []
     for summary in summaries:
+        if report is not None and summary.path not in report:
+            continue
         ignored_here = _per_file_ignores(summary.path, config)
         for candidate in summary.candidates:
             if candidate.code not in enabled or candidate.code in ignored_here:
@@ -164,18 +229,31 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             suppressed = summary.suppressions.get(candidate.line, frozenset())
             if suppressed is None or candidate.code in suppressed:
                 continue
-            path = reach.paths.get((summary.path, candidate.scope))
-            if path is None:
-                continue  # not in any traced region
-            chain = tuple(_describe(project, node) for node in path) if len(path) > 1 else ()
+            rule = rules[candidate.code]
+            chain: tuple[str, ...] = ()
             message = candidate.message
-            if chain:
-                label = _LABEL.search(message)
-                what = label.group(1) if label else rules[candidate.code].name
-                message += f" (via {' → '.join(chain)} → {what} at {summary.path}:{candidate.line})"
+            if rule.applies_to == "region":
+                reach = reach or project.reach()
+                path = reach.paths.get((summary.path, candidate.scope))
+                if path is None:
+                    continue  # not in any traced region
+                chain = tuple(_describe(project, node) for node in path) if len(path) > 1 else ()
+                if chain:
+                    label = _LABEL.search(message)
+                    what = label.group(1) if label else rule.name
+                    message += f" (via {' → '.join(chain)} → {what} at {summary.path}:{candidate.line})"
+                region = reach.root_reason.get(path[0], "")
+            elif rule.applies_to == "xla-code":
+                if summary.path not in project.xla_files():
+                    continue
+                region = "XLA code"
+            else:
+                region = ""
+            if not rule.cross_check(candidate, summary, project):
+                continue
             findings.append(Finding(summary.path, candidate.line, candidate.column, candidate.code,
-                                    rules[candidate.code].name, message, chain,
-                                    region=reach.root_reason.get(path[0], "")))
+                                    rule.name, message, chain, region=region,
+                                    fix=candidate.fix, fix_title=candidate.fix_title))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
 
@@ -204,12 +282,17 @@ def lint_sources(sources: dict[str, str], config: Config | None = None, select=N
     """
     config = config or Config()
     enabled = expand_selectors(select or config.select)
+    return findings_for(summarise_sources(sources, config), config, enabled)
+
+
+def summarise_sources(sources: dict[str, str], config: Config | None = None) -> list[FileSummary]:
+    config = config or Config()
     summaries = []
     for path, source in sources.items():
         module, is_package = _module_from_names(path, sources)
         root = str(Path(path).parent) if "." not in module else ""
         summaries.append(analyze(source, path, module, root, is_package, extra_roots=tuple(config.roots)))
-    return findings_for(summaries, config, enabled)
+    return summaries
 
 
 def _module_from_names(path: str, sources: dict[str, str]) -> tuple[str, bool]:

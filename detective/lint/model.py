@@ -19,6 +19,13 @@ class Candidate:
     column: int  # 1-based, like Ruff
     scope: str  # qualname of the enclosing scope in its file
     end_line: int = 0
+    # A behaviour-keeping fix as text edits (start, end, replacement) on the decoded
+    # source: offsets travel through the process pool and the cache as plain data.
+    fix: tuple[tuple[int, int, str], ...] = ()
+    fix_title: str = ""
+    # Call targets made before the match in the same scope; the rule's cross-file check
+    # decides whether any of them matters (RC106: a helper that creates XLA tensors).
+    after_calls: tuple[str, ...] = ()
 
 
 @dataclass
@@ -46,6 +53,7 @@ class Scope:
     root_reason: str | None = None  # why this scope is traced on its own
     decorators: list[str] = field(default_factory=list)  # resolved dotted names
     calls: list[CallRef] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)  # facts rules record ("creates-xla-tensors")
 
 
 @dataclass
@@ -70,6 +78,9 @@ class FileSummary:
     candidates: list[Candidate] = field(default_factory=list)
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all
     error: str | None = None
+    imports_xla: bool = False  # imports torch_xla (anywhere in the file)
+    module_imports: list[str] = field(default_factory=list)  # every imported dotted name
+    content_hash: str = ""  # of the raw bytes, so a fix never lands on a changed file
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -87,7 +98,11 @@ class FileSummary:
         }
         summary.classes = {k: ClassInfo(**v) for k, v in data["classes"].items()}
         summary.compile_targets = [(s, CallRef(**r)) for s, r in data["compile_targets"]]
-        summary.candidates = [Candidate(**c) for c in data["candidates"]]
+        summary.candidates = [
+            Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
+                         "after_calls": tuple(c.get("after_calls", ()))})
+            for c in data["candidates"]
+        ]
         summary.suppressions = {
             int(k): (frozenset(v) if v is not None else None)
             for k, v in data["suppressions"].items()
@@ -105,6 +120,8 @@ class Finding:
     message: str
     chain: tuple[str, ...] = ()
     region: str = ""  # why the chain's root is traced ("nn.Module.forward", ...)
+    fix: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
+    fix_title: str = field(default="", compare=False)
 
     def to_json(self) -> dict:
         return {

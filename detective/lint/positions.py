@@ -17,11 +17,13 @@ from libcst._nodes.internal import CodegenState
 
 class _OffsetState(CodegenState):
     # CodegenState uses __slots__; a subclass without slots gets a __dict__ for ours.
-    def __init__(self, default_indent, default_newline, wanted):
+    def __init__(self, default_indent, default_newline, wanted, spans=frozenset()):
         super().__init__(default_indent=default_indent, default_newline=default_newline)
         self.offset = 0
         self.wanted = wanted
         self.found: dict[int, int] = {}
+        self.spans = spans  # nodes whose whole text span we need (fix targets)
+        self.span_found: dict[int, list[int]] = {}
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -36,6 +38,13 @@ class _OffsetState(CodegenState):
         key = id(node)
         if key in self.wanted and key not in self.found:
             self.found[key] = self.offset
+        if key in self.spans:
+            self.span_found[key] = [self.offset, self.offset, tuple(self.indent_tokens)]
+
+    def after_codegen(self, node) -> None:
+        key = id(node)
+        if key in self.spans:
+            self.span_found[key][1] = self.offset
 
     def pop_trailing_newline(self) -> None:
         if self.tokens:
@@ -66,11 +75,28 @@ class LineIndex:
         return line, offset - self._starts[line - 1] + 1
 
 
-def resolve_offsets(module: cst.Module, nodes) -> dict[int, int]:
-    """Character offset of each node's start, keyed by ``id(node)``."""
+def resolve_offsets(module: cst.Module, nodes, span_nodes=()) -> tuple[dict[int, int], dict]:
+    """Offset of each node's start, and (start, end, indent) of each span node, by ``id(node)``.
+
+    A span covers exactly the text the node generates at its place in the module, so
+    replacing it with :func:`code_at` of a changed copy of the node is an exact edit.
+    """
     wanted = {id(n) for n in nodes}
-    if not wanted:
-        return {}
-    state = _OffsetState(module.default_indent, module.default_newline, wanted)
+    spans = {id(n) for n in span_nodes}
+    if not wanted and not spans:
+        return {}, {}
+    state = _OffsetState(module.default_indent, module.default_newline, wanted, spans)
     module._codegen(state)
-    return state.found
+    return state.found, {k: tuple(v) for k, v in state.span_found.items()}
+
+
+def code_at(module: cst.Module, node: cst.CSTNode, indent_tokens) -> str:
+    """Source of ``node`` as it would be generated where the indentation is ``indent_tokens``.
+
+    ``Module.code_for_node`` starts at column zero; continuation lines of a call inside
+    a block carry the block's indentation, so we start from the recorded one.
+    """
+    state = CodegenState(default_indent=module.default_indent, default_newline=module.default_newline)
+    state.indent_tokens.extend(indent_tokens)
+    node._codegen(state)
+    return "".join(state.tokens)

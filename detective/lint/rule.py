@@ -31,19 +31,43 @@ class Invalid:
     chain: tuple[str, ...] | None = None  # expected function names along the chain
 
 
+# Where a rule's candidates count, decided in the cross-file pass:
+#   "region"   - the candidate's scope is reachable from a traced root (compiled
+#                function, nn.Module.forward, step loop): trigger rules.
+#   "xla-code" - the candidate's file imports torch_xla, or is reachable through
+#                imports or calls from a file that does: whole-program policies.
+#   "any"      - everywhere (a setting that is wrong wherever it is made).
+APPLIES_TO = ("region", "xla-code", "any")
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
     doc: ClassVar[str]
+    applies_to: ClassVar[str] = "region"
+    fixable: ClassVar[bool] = False  # offers a behaviour-keeping fix (`detective lint --fix`)
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 
     def __init__(self, context):
         self.context = context
 
-    def report(self, node: cst.CSTNode, message: str, scope: str | None = None) -> None:
-        self.context.report(self.code, node, message, scope)
+    def report(self, node: cst.CSTNode, message: str, scope: str | None = None, *,
+               replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
+               after_calls: tuple[str, ...] = (), at_index: int | None = None) -> None:
+        """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
+
+        ``after_calls`` are call targets the rule's :meth:`cross_check` looks at across
+        files; ``at_index`` see :meth:`Context.report`.
+        """
+        self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
+                            after_calls=after_calls, at_index=at_index)
+
+    @classmethod
+    def cross_check(cls, candidate, summary, project) -> bool:
+        """Cross-file condition on a candidate that passed the ``applies_to`` filter."""
+        return True
 
     @classmethod
     def documentation(cls) -> str:
@@ -62,6 +86,9 @@ def all_rules() -> tuple[type[Rule], ...]:
             if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
                     and value.__module__ == module.__name__:
                 found.append(value)
+    for rule in found:
+        if rule.applies_to not in APPLIES_TO:
+            raise RuntimeError(f"{rule.code}: applies_to must be one of {APPLIES_TO}")
     codes = [r.code for r in found]
     duplicates = {c for c in codes if codes.count(c) > 1}
     if duplicates:

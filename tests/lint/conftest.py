@@ -9,6 +9,12 @@ from detective.cli import cli
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """CLI runs cache by default: keep each test's cache out of the repository."""
+    monkeypatch.setenv("DETECTIVE_CACHE_DIR", str(tmp_path_factory.mktemp("detective-cache")))
+
+
 @pytest.fixture
 def run_cli():
     def run(*args, cwd=None):

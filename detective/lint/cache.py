@@ -1,0 +1,105 @@
+"""Per-file summary cache: ``.detective/cache/`` next to the config (or the working directory).
+
+Only per-file summaries are cached, never findings: the cross-file pass (call graph,
+XLA reachability, chains) always reruns over all summaries, so a change in one file
+that makes a chain appear or disappear in another is seen without invalidating the
+other file. An entry is used only when the file's content hash, its module name and
+root, the linter's own source (code and rules) and the config that shapes per-file
+analysis (``roots``) all match.
+
+One pickle file holds every entry of one linter build and config (loading one file is
+much cheaper than hundreds of small ones); it is replaced atomically, so concurrent
+runs at worst redo work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from detective import __version__
+from detective.lint.model import FileSummary
+
+CACHE_DIR = ".detective/cache"
+_FORMAT = 1
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def linter_fingerprint() -> str:
+    """Version plus the source of the linter and its rules: any edit invalidates the cache."""
+    import detective.lint as lint_package
+    import detective.rules as rules_package
+
+    digest = hashlib.blake2b(f"{__version__}:{_FORMAT}".encode(), digest_size=16)
+    for package in (lint_package, rules_package):
+        for directory in package.__path__:
+            for path in sorted(Path(directory).glob("*.py")):
+                digest.update(path.name.encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class SummaryCache:
+    def __init__(self, directory: Path, roots=()):
+        self.directory = directory
+        key = hashlib.blake2b(
+            f"{linter_fingerprint()}|roots={sorted(roots)}".encode(), digest_size=8
+        ).hexdigest()
+        self.file = directory / f"summaries-{key}.pickle"
+        self._entries: dict[str, tuple[str, FileSummary]] | None = None
+        self._dirty = False
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def entry_key(summary_path: str, module: str, root: str, is_package: bool) -> str:
+        return f"{summary_path}\0{module}\0{root}\0{int(is_package)}"
+
+    def _load(self) -> dict[str, tuple[str, FileSummary]]:
+        if self._entries is None:
+            try:
+                with open(self.file, "rb") as handle:
+                    data = pickle.load(handle)
+                self._entries = data if isinstance(data, dict) else {}
+            except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+                    TypeError, ValueError):
+                self._entries = {}
+        return self._entries
+
+    def get(self, key: str, digest: str) -> FileSummary | None:
+        entry = self._load().get(key)
+        if entry is not None and entry[0] == digest:
+            self.hits += 1
+            return entry[1]
+        self.misses += 1
+        return None
+
+    def put(self, key: str, digest: str, summary: FileSummary) -> None:
+        entries = self._load()
+        entries[key] = (digest, summary)
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# written by detective lint\n*\n")
+            for stale in self.directory.glob("summaries-*.pickle"):
+                if stale != self.file:
+                    stale.unlink(missing_ok=True)  # another linter build or config
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(self._entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.file)
+        except OSError:
+            pass  # a read-only tree still lints, just without a cache
+        self._dirty = False

@@ -1,0 +1,173 @@
+"""Output formats CI systems read: SARIF 2.1.0, GitHub workflow commands, JUnit XML, JSON lines.
+
+``text`` and ``json`` stay in :mod:`detective.lint.cli` unchanged (tests and users
+depend on them byte for byte).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+from detective import __version__
+from detective.lint.rule import Rule, all_rules
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/recompile-detective/recompile-detective"
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The repository root (nearest directory with .git), else the working directory."""
+    start = (start or Path.cwd()).resolve()
+    for directory in [start, *start.parents]:
+        if (directory / ".git").exists():
+            return directory
+    return start
+
+
+def relative_uri(path: str, root: Path) -> str:
+    absolute = Path(path).resolve()
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_uri()
+
+
+def doc_sections(rule: type[Rule]) -> dict[str, str]:
+    doc = textwrap.dedent(rule.doc).strip()
+    parts = _SECTION.split(doc)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+def _plain(markdown: str) -> str:
+    return re.sub(r"```\w*\n?", "", markdown).strip()
+
+
+def sarif(findings, errors, root: Path | None = None) -> dict:
+    root = root or project_root()
+    rules = list(all_rules())
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    descriptors = []
+    for rule in rules:
+        sections = doc_sections(rule)
+        what = sections.get("What it does", rule.summary)
+        why = sections.get("Why is this bad?", "")
+        descriptors.append({
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": _plain(f"{what}\n\n{why}".strip())},
+            "help": {"text": _plain(rule.documentation()), "markdown": rule.documentation()},
+            "defaultConfiguration": {"level": "warning"},
+            "properties": {"tags": ["recompilation", "torch_xla"], "appliesTo": rule.applies_to,
+                           "fixable": rule.fixable},
+        })
+    results = []
+    for f in findings:
+        uri = relative_uri(f.path, root)
+        location = {"artifactLocation": {"uri": uri, **({"uriBaseId": "%SRCROOT%"} if "://" not in uri else {})},
+                    "region": {"startLine": max(f.line, 1), "startColumn": max(f.column, 1)}}
+        result = {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": "warning",
+            "message": {"text": f.message},
+            "locations": [{"physicalLocation": location}],
+            "properties": {"name": f.name, "region": f.region, "chain": list(f.chain)},
+        }
+        if f.fix:
+            result["fixes"] = [{
+                "description": {"text": f.fix_title or "apply the suggested fix"},
+                "artifactChanges": [{
+                    "artifactLocation": location["artifactLocation"],
+                    "replacements": [
+                        {"deletedRegion": {"charOffset": start, "charLength": end - start},
+                         "insertedContent": {"text": new}}
+                        for start, end, new in f.fix
+                    ],
+                }],
+            }]
+        results.append(result)
+    notifications = [
+        {"level": "error", "message": {"text": problem},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": relative_uri(path, root)}}}]}
+        for path, problem in errors
+    ]
+    run = {
+        "tool": {"driver": {"name": "detective", "version": __version__, "semanticVersion": __version__,
+                            "informationUri": INFORMATION_URI, "rules": descriptors}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notifications}],
+        "results": results,
+    }
+    return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github(findings, errors) -> str:
+    """GitHub Actions workflow commands: annotations on the changed lines of a PR."""
+    lines = []
+    for f in findings:
+        title = _escape_property(f"{f.code} {f.name}")
+        lines.append(f"::warning file={_escape_property(f.path)},line={f.line},col={f.column},"
+                     f"title={title}::{_escape_data(f.message)}")
+    for path, problem in errors:
+        lines.append(f"::error file={_escape_property(path)},title=detective::{_escape_data(problem)}")
+    return "\n".join(lines)
+
+
+def junit(findings, errors, files_checked: int) -> str:
+    by_path: dict[str, list] = {}
+    for f in findings:
+        by_path.setdefault(f.path, []).append(f)
+    failures = len(findings)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuites name="detective" tests="{max(failures, 1) + len(errors)}" '
+           f'failures="{failures}" errors="{len(errors)}">']
+    if not findings and not errors:
+        out.append(f'  <testsuite name="detective lint" tests="1" failures="0" errors="0">')
+        out.append(f'    <testcase name={quoteattr(f"{files_checked} files checked")} classname="detective"/>')
+        out.append("  </testsuite>")
+    for path, items in sorted(by_path.items()):
+        out.append(f'  <testsuite name={quoteattr(path)} tests="{len(items)}" failures="{len(items)}" errors="0">')
+        for f in items:
+            name = quoteattr(f"{f.code} {f.name} at {f.line}:{f.column}")
+            out.append(f'    <testcase name={name} classname={quoteattr(path)} file={quoteattr(path)} '
+                       f'line="{f.line}">')
+            body = _xml_text(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}")
+            out.append(f'      <failure message={quoteattr(f.message)} type={quoteattr(f.code)}>{body}</failure>')
+            out.append("    </testcase>")
+        out.append("  </testsuite>")
+    if errors:
+        out.append(f'  <testsuite name="unlintable files" tests="{len(errors)}" failures="0" errors="{len(errors)}">')
+        for path, problem in errors:
+            out.append(f'    <testcase name={quoteattr(path)} classname="detective">')
+            out.append(f'      <error message={quoteattr(problem)} type="unlintable"/>')
+            out.append("    </testcase>")
+        out.append("  </testsuite>")
+    out.append("</testsuites>")
+    return "\n".join(out)
+
+
+def _xml_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def json_lines(findings) -> str:
+    return "\n".join(json.dumps(f.to_json(), ensure_ascii=False) for f in findings)
+
+
+def dumps_sarif(findings, errors) -> str:
+    return json.dumps(sarif(findings, errors), indent=2, ensure_ascii=False)

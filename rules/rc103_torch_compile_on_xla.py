@@ -1,0 +1,121 @@
+"""RC103 torch-compile-on-xla: torch.compile stacked on torch_xla's own JIT."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import policy as P
+from detective.lint import tensors as T
+from detective.lint.rule import Invalid, Rule, Valid
+
+TORCH_COMPILE = frozenset({"torch.compile"})
+
+
+class TorchCompileOnXla(Rule):
+    code = "RC103"
+    name = "torch-compile-on-xla"
+    summary = "torch.compile without backend=\"openxla\" in XLA code (let XLA's JIT own the model)"
+    applies_to = "xla-code"
+    doc = """
+    ## What it does
+    Flags `torch.compile(...)` calls and `@torch.compile` decorators in XLA code (a module
+    that imports torch_xla, or one reached from it) unless they ask for
+    `backend="openxla"`. In XLA code the model lives on an XLA device, so the default
+    inductor backend is the wrong compiler for it.
+
+    ## Why is this bad?
+    torch_xla already traces and compiles lazily; Dynamo on top adds guards, graph
+    breaks and a second compiler. The seed lists `torch.compile()` on the model on TPU
+    under "things that pretended to help and didn't": hangs, NaNs or duplicate compile
+    work, and its stack keeps it explicitly off.
+
+    ## Example
+    ```python
+    import torch_xla
+
+    model = Net().to(torch_xla.device())
+    model = torch.compile(model)
+    ```
+
+    ## Use instead
+    Leave the model to torch_xla (wrap the step with `torch_xla.compile` if you want one
+    program per step), or, when you do want Dynamo, pick the XLA backend:
+    ```python
+    model = Net().to(torch_xla.device())
+    step = torch_xla.compile(train_step)
+    # or: model = torch.compile(model, backend="openxla")
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch_xla
+
+model = torch.nn.Linear(4, 4).to(torch_xla.device())
+model = torch.compile(model, backend="openxla")
+"""
+        ),
+        Valid(
+            """
+import torch
+
+model = torch.compile(torch.nn.Linear(4, 4))   # no torch_xla in this program
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla
+
+model = torch.nn.Linear(4, 4).to(torch_xla.device())
+model = torch.compile(model)
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+
+@torch.compile(backend="inductor")
+def step(x):
+    return x * 2
+""",
+            line=5,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+@torch.compile
+def step(x):
+    return x * 2
+""",
+            line=5,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.context.resolve(node.func) not in TORCH_COMPILE:
+            return
+        backend = P.keyword(node, "backend")
+        if backend is not None:
+            name = T.literal_string(backend.value)
+            if name is None or name == "openxla":
+                return  # openxla, or a backend chosen at run time
+            said = f'`torch.compile(backend="{name}")`'
+        else:
+            said = "`torch.compile` (default backend inductor)"
+        self.report(node, f"{said} on XLA code stacks Dynamo on torch_xla's JIT: leave it off, "
+                    'or use backend="openxla"')
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        if isinstance(node.decorator, (cst.Name, cst.Attribute)) and \
+                self.context.resolve(node.decorator) in TORCH_COMPILE:
+            self.report(node.decorator, "`@torch.compile` (default backend inductor) on XLA code stacks "
+                        "Dynamo on torch_xla's JIT: leave it off, or use backend=\"openxla\"")

@@ -1,0 +1,157 @@
+"""RC105 flags-after-import: XLA/PJRT runtime flags set after torch_xla is imported."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import policy as P
+from detective.lint.rule import Invalid, Rule, Valid
+
+
+class FlagsAfterImport(Rule):
+    code = "RC105"
+    name = "flags-after-import"
+    summary = "os.environ[\"XLA_*\"/\"PJRT_*\"/\"PT_XLA_*\"/\"LIBTPU_*\"] set after torch_xla is imported"
+    applies_to = "xla-code"
+    doc = """
+    ## What it does
+    Flags writes of runtime flags (`XLA_*`, `PJRT_*`, `PT_XLA_*`, `LIBTPU_*`) through
+    `os.environ[...] = ...`, `os.environ.setdefault`, `os.environ.update` or `os.putenv`
+    that run after `torch_xla` is imported: at module level below the import, or in a
+    function of a module that imports torch_xla (unless the module calls that function
+    at module level before its torch_xla import).
+
+    ## Why is this bad?
+    torch_xla and the PJRT runtime read these variables once, at import or at the first
+    compile. A later write is silently ignored, so the run uses other flags than the
+    code says, and the compilation environment (which is mixed into every graph hash)
+    differs from the one you meant: persistent-cache entries written under the intended
+    flags never match.
+
+    ## Example
+    ```python
+    import torch_xla
+    import os
+
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"
+    ```
+
+    ## Use instead
+    Set them before the first torch_xla import (or in the launching environment):
+    ```python
+    import os
+
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"
+    import torch_xla
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import os
+
+os.environ["PJRT_DEVICE"] = "TPU"
+os.environ.setdefault("XLA_FLAGS", "--xla_dump_to=/tmp/dump")
+
+import torch_xla
+"""
+        ),
+        Valid(
+            """
+import os
+
+def configure():
+    os.environ["PJRT_DEVICE"] = "TPU"
+
+configure()
+
+import torch_xla
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import os
+import torch_xla
+
+os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"
+""",
+            line=5,
+        ),
+        Invalid(
+            """
+import os
+import torch_xla.core.xla_model as xm
+
+def main():
+    os.environ.update({"PJRT_DEVICE": "TPU"})
+    device = xm.xla_device()
+
+if __name__ == "__main__":
+    main()
+""",
+            line=6,
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._module_xla = False  # a module-level torch_xla import has run
+        self._early_calls: set[str] = set()  # module-level calls before that import
+        self._xla_scopes: set[str] = set()  # functions that imported torch_xla themselves
+        self._pending: list[tuple[cst.CSTNode, str, str]] = []
+
+    def _imported(self, dotted: str) -> None:
+        if dotted == "torch_xla" or dotted.startswith("torch_xla."):
+            if len(self.context.functions) == 1:
+                self._module_xla = True
+            else:
+                self._xla_scopes.add(self.context.scope.qualname)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            self._imported(_dotted(alias.name))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and not node.relative:
+            self._imported(_dotted(node.module))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._write(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if len(self.context.functions) == 1 and not self._module_xla and isinstance(node.func, cst.Name):
+            self._early_calls.add(node.func.value)
+        self._write(node)
+
+    def _write(self, node) -> None:
+        for key, _value, anchor in P.env_writes(node, self.context):
+            if not P.is_runtime_flag(key):
+                continue
+            scope = self.context.scope.qualname
+            message = (f"`{key}` is set after torch_xla is imported: the runtime has already read its "
+                       "flags, so this write is ignored; set it before the first torch_xla import")
+            if len(self.context.functions) == 1:
+                if self._module_xla:
+                    self.report(anchor, message)
+            elif scope in self._xla_scopes:
+                self.report(anchor, message)
+            else:
+                self._pending.append((anchor, message, scope))
+
+    def leave_Module(self, node: cst.Module) -> None:
+        if not self._module_xla:
+            return
+        for anchor, message, scope in self._pending:
+            if scope.split(".", 1)[0] not in self._early_calls:
+                self.report(anchor, message, scope=scope)
+
+
+def _dotted(node) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""

@@ -1,0 +1,298 @@
+"""RC109 python-constant-slice: slice bounds or tensor sizes from a Python value that changes per call."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import policy as P
+from detective.lint.rule import Invalid, Rule, Valid
+
+SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
+SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
+
+
+class PythonConstantSlice(Rule):
+    code = "RC109"
+    name = "python-constant-slice"
+    summary = "Slice bounds or arange/zeros sizes from a Python value that changes per call, in a traced region"
+    doc = """
+    ## What it does
+    Flags, inside a traced region, slices (`x[:, :n]`) and sizes of `torch.arange`,
+    `zeros`, `ones`, `empty`, `full`, `rand*` computed from a Python value that changes
+    from call to call: a counter on `self` that some method increments
+    (`x[:, :self.step]`), the loop counter of a step loop (`x[:step + 1]`), `len()` of a
+    Python sequence passed in (`torch.arange(len(batch_list))`), or a number read from
+    a tensor (`int(mask.sum())`), and names bound from those.
+
+    ## Why is this bad?
+    A Python int in a slice or a size is a constant of the traced graph and decides
+    output shapes. Every new value is a new program: torch_xla compiles once per
+    distinct value (anchors: slicing with a Python counter recompiles every step). The
+    seed's MoE capacity recomputed from the collator's padded size produced one dispatch
+    program per distinct value until it was clamped at config time.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        self.step += 1
+        return x[:, : self.step]
+    ```
+
+    ## Use instead
+    Keep shapes static and select with a mask computed on the device:
+    ```python
+    def forward(self, x):
+        self.step.add_(1)                                   # a buffer
+        keep = torch.arange(x.shape[1], device=x.device) < self.step
+        return x * keep
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.width = 16          # set once: a real constant
+
+    def forward(self, x):
+        n = x.shape[1]
+        return x[:, : self.width] + torch.arange(n)
+"""
+        ),
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        out = x
+        for i in range(4):       # unrolled the same way every call
+            out = out + x[:, :i]
+        return out
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = 0
+
+    def forward(self, x):
+        self.step += 1
+        return x[:, : self.step]
+""",
+            line=11,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+@torch_xla.compile
+def positions(x, batch_list):
+    return x + torch.arange(len(batch_list))
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+x = torch.randn(64)
+for step in range(10):
+    y = x[: step + 1].sum()
+    torch_xla.sync()
+""",
+            line=7,
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._self_slices: list[tuple[cst.CSTNode, str, str, object]] = []  # node, attr, scope, class
+        self._mutated: dict[int, set[str]] = {}  # id(class frame) -> attrs bumped outside __init__
+        self._varying: dict[str, set[str]] = {}  # scope -> names bound from per-call values
+        self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int]]]] = []
+
+    # ---------------------------------------------------------------- bookkeeping
+    def visit_For(self, node: cst.For) -> None:
+        self._loops.append((_target_names(node.target), []))
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loops.append((set(), []))
+
+    def leave_For(self, node) -> None:
+        counters, pending = self._loops.pop()
+        region = self.context.current_region()
+        if region is not None and region.node is node and self.context.region_is_step(region):
+            for target, message, index in pending:
+                self.report(target, message, at_index=index)
+
+    leave_While = leave_For
+
+    def visit_FunctionDef(self, node) -> None:
+        self._loops_outside = self._loops
+        self._loops = []
+
+    def leave_FunctionDef(self, node) -> None:
+        self._loops = getattr(self, "_loops_outside", [])
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._note_mutation(node.target)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(node.value, cst.BinaryOperation):
+                self._note_mutation(target.target)
+        why = self._why(node.value)
+        if why:
+            names = self._varying.setdefault(self.context.scope.qualname, set())
+            for target in node.targets:
+                names |= _target_names(target.target)
+
+    def _note_mutation(self, target) -> None:
+        cls = self.context.cls
+        attr = _self_attr(target)
+        if cls is not None and attr and not self.context.scope.qualname.endswith(".__init__"):
+            self._mutated.setdefault(id(cls), set()).add(attr)
+
+    # ---------------------------------------------------------------- matches
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Slice):
+                for bound in (index.lower, index.upper, index.step):
+                    if bound is not None and self._check(bound, node, "slice bound"):
+                        return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        dotted = self.context.resolve(node.func) or ""
+        if not (dotted.startswith("torch.") and dotted.count(".") == 1
+                and dotted.rsplit(".", 1)[-1] in SIZED_FACTORIES):
+            return
+        name = dotted.rsplit(".", 1)[-1]
+        sizes = [a.value for a in node.args if a.keyword is None and not a.star]
+        if name == "full":
+            sizes = sizes[:1]
+        size_kw = P.keyword(node, "size") or P.keyword(node, "end")
+        if size_kw is not None:
+            sizes.append(size_kw.value)
+        for size in sizes:
+            if self._check(size, node, f"`torch.{name}` size"):
+                return
+
+    def _check(self, expr, node, what: str) -> bool:
+        attr = _uses_self_attr(expr)
+        if attr is not None and self.context.cls is not None:
+            self._self_slices.append((node, attr, what, self.context.scope.qualname, self.context.cls))
+            return True
+        counter = self._loop_counter(expr)
+        if counter is not None:
+            region = self.context.current_region()
+            pending = self._loops[-1][1] if self._loops else None
+            if region is not None and pending is not None:
+                pending.append((node, f"{what} uses the step-loop counter `{counter}`: every step is a "
+                                f"new shape and a new program; keep shapes static and mask instead",
+                                region.current))
+            return True
+        why = self._why(expr)
+        if why:
+            self.report(node, f"{what} computed from {why}, which changes from call to call: each new "
+                        "value is a new graph; pad to a fixed size or mask instead")
+            return True
+        return False
+
+    def _loop_counter(self, expr) -> str | None:
+        if not self._loops:
+            return None
+        counters = self._loops[-1][0]
+        for name in _names(expr):
+            if name in counters:
+                return name
+        return None
+
+    def _why(self, expr) -> str | None:
+        context = self.context
+        frame = context.function
+        varying = self._varying.get(context.scope.qualname, set())
+        for sub in _walk(expr):
+            if isinstance(sub, cst.Name) and sub.value in varying:
+                return f"`{sub.value}`"
+            if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Name) and sub.func.value == "len" \
+                    and len(sub.args) == 1 and isinstance(sub.args[0].value, cst.Name):
+                arg = sub.args[0].value.value
+                if arg in frame.data_names and (arg not in frame.tensor_names
+                                                or arg.lower().endswith(SEQUENCE_SUFFIXES)):
+                    return f"`len({arg})` of a Python sequence passed in"
+            if isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
+                return "a value read from a tensor on the host"
+        return None
+
+    def leave_ClassDef(self, node) -> None:
+        cls = self.context.class_stack[-1]
+        mutated = self._mutated.pop(id(cls), set())
+        keep = []
+        for item in self._self_slices:
+            target, attr, what, scope, owner = item
+            if owner is not cls:
+                keep.append(item)
+                continue
+            if attr in mutated and attr not in cls.tensor_attrs:
+                self.report(target, f"{what} uses `self.{attr}`, a Python number that changes between "
+                            "calls: each new value is a new graph; keep shapes static and mask instead",
+                            scope=scope)
+        self._self_slices = keep
+
+
+def _walk(expr):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, cst.BinaryOperation):
+            stack += [node.left, node.right]
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in {
+            "int", "min", "max", "round", "abs"
+        }:
+            stack += [a.value for a in node.args]
+
+
+def _names(expr) -> set[str]:
+    return {n.value for n in _walk(expr) if isinstance(n, cst.Name)}
+
+
+def _target_names(target) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = set()
+        for element in target.elements:
+            names |= _target_names(element.value)
+        return names
+    return set()
+
+
+def _self_attr(node) -> str | None:
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
+def _uses_self_attr(expr) -> str | None:
+    for sub in _walk(expr):
+        attr = _self_attr(sub)
+        if attr is not None:
+            return attr
+    return None

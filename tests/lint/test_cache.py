@@ -1,0 +1,128 @@
+"""The per-file summary cache: used when nothing changed, invalidated when anything that
+matters changed, and cross-file chains always recomputed from fresh summaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from detective.lint.config import Config
+from detective.lint.engine import cache_for, lint_paths
+
+TRAIN = """\
+import torch_xla
+from helpers import helper
+
+
+@torch_xla.compile
+def step(x):
+    return helper(x)
+"""
+HELPER_SYNCS = "def helper(x):\n    return x.item()\n"
+HELPER_CLEAN = "def helper(x):\n    return x * 2\n"
+
+
+@pytest.fixture
+def tree(write, monkeypatch, tmp_path):
+    root = write({"train.py": TRAIN, "helpers.py": HELPER_SYNCS, "other.py": "x = 1\n"})
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("DETECTIVE_CACHE_DIR", str(tmp_path / "cache"))
+    return root
+
+
+def lint_cached(config=None):
+    """lint_paths with the cache, returning the result and the cache's hit/miss counts."""
+    from detective.lint import engine
+
+    config = config or Config()
+    seen = {}
+    original = engine.cache_for
+
+    def spy(cfg):
+        seen["cache"] = original(cfg)
+        return seen["cache"]
+
+    engine.cache_for = spy
+    try:
+        result = lint_paths(["."], config, use_cache=True)
+    finally:
+        engine.cache_for = original
+    return result, seen["cache"].hits, seen["cache"].misses
+
+
+def test_second_run_is_served_from_the_cache_with_the_same_findings(tree):
+    first, hits, misses = lint_cached()
+    assert (hits, misses) == (0, 3)
+    second, hits, misses = lint_cached()
+    assert (hits, misses) == (3, 0)
+    assert second.findings == first.findings and len(first.findings) == 1
+    assert first.findings[0].chain  # step -> helper
+
+
+def test_a_changed_callee_makes_the_chain_disappear_and_reappear(tree):
+    assert [f.path for f in lint_cached()[0].findings] == ["helpers.py"]
+    (tree / "helpers.py").write_text(HELPER_CLEAN)
+    result, hits, misses = lint_cached()
+    assert result.findings == [] and (hits, misses) == (2, 1)
+    (tree / "helpers.py").write_text(HELPER_SYNCS)
+    result, hits, misses = lint_cached()
+    assert [f.path for f in result.findings] == ["helpers.py"] and misses == 1
+
+
+def test_a_changed_caller_in_another_file_is_seen_though_the_callee_is_cached(tree):
+    lint_cached()
+    (tree / "train.py").write_text(TRAIN.replace("@torch_xla.compile\n", ""))
+    result, hits, misses = lint_cached()
+    assert result.findings == [] and (hits, misses) == (2, 1)
+
+
+def test_roots_config_and_linter_source_are_part_of_the_key(tree, monkeypatch):
+    lint_cached()
+    _, hits, misses = lint_cached(Config(roots=["my_step"]))
+    assert (hits, misses) == (0, 3)
+    from detective.lint import cache as cache_module
+
+    monkeypatch.setattr(cache_module, "linter_fingerprint", lambda: "another build")
+    _, hits, misses = lint_cached()
+    assert (hits, misses) == (0, 3)
+
+
+def test_select_and_ignore_do_not_invalidate(tree):
+    lint_cached()
+    result, hits, misses = lint_cached(Config(select=["RC1"]))
+    assert (hits, misses) == (3, 0) and result.findings == []
+
+
+def test_a_corrupt_cache_file_is_ignored(tree, tmp_path):
+    lint_cached()
+    for path in (tmp_path / "cache").glob("summaries-*.pickle"):
+        path.write_bytes(b"not a pickle")
+    result, hits, misses = lint_cached()
+    assert (hits, misses) == (0, 3) and len(result.findings) == 1
+
+
+def test_cli_writes_the_cache_next_to_the_config_unless_no_cache(write, run_cli, monkeypatch):
+    monkeypatch.delenv("DETECTIVE_CACHE_DIR", raising=False)
+    root = write({"proj/pyproject.toml": "[tool.detective]\n", "proj/pkg/a.py": HELPER_SYNCS})
+    monkeypatch.chdir(root / "proj" / "pkg")
+    run_cli("lint", "--no-cache", ".")
+    assert not (root / "proj" / ".detective").exists()
+    run_cli("lint", ".")
+    assert list((root / "proj" / ".detective" / "cache").glob("summaries-*.pickle"))
+    assert (root / "proj" / ".detective" / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_project_context_for_a_few_changed_files(tree, run_cli):
+    # Only helpers.py is named (as pre-commit passes changed files); the chain needs train.py.
+    alone = json.loads(run_cli("lint", "--format", "json", "helpers.py").stdout)
+    assert alone == []
+    with_project = run_cli("lint", "--format", "json", "--project", ".", "helpers.py")
+    found = json.loads(with_project.stdout)
+    assert [(f["path"], f["code"]) for f in found] == [("helpers.py", "RC001")]
+    assert found[0]["chain"][0].startswith("step (train.py:")
+    assert with_project.exit_code == 1
+    # Files seen only as context are never reported on, even when they have findings.
+    (tree / "train.py").write_text(TRAIN + "\nimport os\nos.environ['XLA_USE_BF16'] = '1'\n")
+    found = json.loads(run_cli("lint", "--format", "json", "--project", ".", "helpers.py").stdout)
+    assert {f["path"] for f in found} == {"helpers.py"}
