@@ -20,7 +20,7 @@ COMMANDS: dict[str, str] = {
     "bisect": "detective.ci.cli:bisect",
     "bisect-steps": "detective.ci.cli:bisect_steps",
     "run": "detective.runtime.cli:run",
-    "report": "detective.runtime.cli:report",
+    "report": "detective.report.cli:report",
 }
 
 

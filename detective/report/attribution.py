@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from detective.report.diff import Change, GraphDiff, diff_graphs, summarize_ops
 from detective.report.ir import Graph, Node, parse_graph
-from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch, is_library
+from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch
 
 SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE = "shape", "constant", "structure", "host-sync split", "new call site"
 KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE)
@@ -76,6 +76,12 @@ class Attribution:
         return self.source.file if self.source else None
 
     @property
+    def linter_gap(self) -> bool:
+        from detective.report.join import DIRECT
+
+        return not any(rel in DIRECT for _, rel in self.linked)
+
+    @property
     def line(self) -> int | None:
         return self.source.line if self.source else None
 
@@ -96,6 +102,7 @@ class Attribution:
             "trigger": {"file": trig.file, "line": trig.line, "function": trig.function} if trig else None,
             "findings": [{"code": f.code, "line": f.line, "path": f.path, "name": f.name, "relation": rel}
                          for f, rel in self.linked],
+            "linter_gap": self.linter_gap,
             "compile_seconds": self.compile_seconds,
             "cause": self.cause_text,
             "causes": [c.to_json() for c in self.causes],
@@ -345,7 +352,3 @@ def attributions_by_step(run) -> dict[int, list[dict]]:
         if site not in out.setdefault(item.step, []):
             out[item.step].append(site)
     return out
-
-
-def library_path(path: str) -> bool:  # re-exported for renderers
-    return is_library(path)

@@ -98,7 +98,7 @@ def excerpt(path: str, line: int, around: int = 2) -> list[tuple[int, str]]:
 
 
 @lru_cache(maxsize=256)
-def _tree(path: str) -> ast.AST | None:
+def source_tree(path: str) -> ast.AST | None:
     lines = _lines(path)
     if lines is None:
         return None
@@ -110,7 +110,7 @@ def _tree(path: str) -> ast.AST | None:
 
 def enclosing_function(path: str, line: int) -> str | None:
     """Name of the innermost def/lambda/comprehension around ``line``; "<module>" at top level."""
-    tree = _tree(path)
+    tree = source_tree(path)
     if tree is None:
         return None
     best, best_span = "<module>", None
@@ -139,7 +139,7 @@ def enclosing_function(path: str, line: int) -> str | None:
 
 def enclosing_branch(path: str, line: int) -> tuple[int, str] | None:
     """The innermost ``if`` whose body or else holds ``line`` (not its condition): (line, text)."""
-    tree = _tree(path)
+    tree = source_tree(path)
     if tree is None:
         return None
     best = None
@@ -181,18 +181,21 @@ class Resolver:
     def resolve(self, function: str, basename: str, line: int) -> Source | None:
         """A user Source, or None for library code."""
         from_frames = [f for f in self.frame_files if os.path.basename(f) == basename]
-        candidates = from_frames or [f for f in self._cwd_files().get(basename, []) if not is_library(f)]
-        for path in candidates:
+        existing = [f for f in from_frames if os.path.isfile(f)] or [
+            f for f in self._cwd_files().get(basename, []) if not is_library(f)
+        ]
+        for path in existing:
             found = enclosing_function(path, line)
-            if found is None:
-                continue
-            if found == function or function in ("<module>", "") or function.startswith("<"):
+            if found is not None and (found == function or function.startswith("<")):
                 return Source(path, line, function)
-        if candidates and from_frames:
-            return Source(candidates[0], line, function)  # the run's own file, edited since
+        on_disk = [f for f in from_frames if os.path.isfile(f)]
+        if on_disk:
+            return Source(on_disk[0], line, function)  # the run's own file, edited since
+        if from_frames:  # the run's file is gone (moved, or recorded elsewhere): keep its path
+            return Source(from_frames[0], line, function, found=False)
         if basename in _library_basenames():
             return None
-        return Source(basename, line, function, found=False)  # moved, or run elsewhere: keep it
+        return Source(basename, line, function, found=False)  # unknown file: keep what was printed
 
     def frame(self, frame: dict | None) -> Source | None:
         if not frame:

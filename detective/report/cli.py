@@ -1,0 +1,62 @@
+"""`detective report RUN_DIR [--lint PATHS] [--format text|json|markdown|html] [--no-lint]`.
+
+The per-step table of any run, plus (for diagnose runs) each new program after warm-up
+attributed to a source line and joined with the linter's static findings.
+Exit codes: 0 ok; 2 usage error or not a run directory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+EXIT_USAGE = 2
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text",
+              show_default=True)
+@click.option("--lint", "lint_paths", multiple=True, type=click.Path(),
+              help="Files or folders to lint for the join [default: the files the recompiles point at]. Repeatable.")
+@click.option("--no-lint", is_flag=True, help="Do not run the linter (no static findings in the report).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+def report(run_dir, fmt, lint_paths, no_lint, output):
+    """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
+    from detective.report.attribution import attribute_run
+    from detective.report.join import join, lint_files
+    from detective.report.render import as_json, build, html_page, markdown, text
+    from detective.runtime.record import RunNotFound, load_run
+
+    try:
+        run = load_run(run_dir)
+    except RunNotFound as exc:
+        click.echo(f"detective: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    for warning in run.warnings:
+        click.echo(f"detective: warning: {warning}", err=True)
+    attribution = attribute_run(run)
+    lint_errors, linted = [], []
+    if attribution.available and not no_lint and attribution.recompiles:
+        findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
+        linted = sorted({f.path for f in findings})
+        join(attribution, findings)
+    if not attribution.available:
+        click.echo(f"detective: note: {attribution.reason}", err=True)
+    rendered = build(run, attribution, lint_errors, linted)
+    if fmt == "json":
+        body = json.dumps(as_json(rendered), indent=2)
+    elif fmt == "markdown":
+        body = markdown(rendered)
+    elif fmt == "html":
+        body = html_page(rendered)
+    else:
+        body = text(rendered)
+    if output:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(body if body.endswith("\n") else body + "\n")
+        click.echo(f"detective: report written to {output}", err=True)
+    else:
+        click.echo(body.rstrip("\n"))

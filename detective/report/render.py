@@ -1,0 +1,391 @@
+"""Render the joined report: text (terminal), json, markdown (PR comments), html (one page).
+
+Every format starts from :func:`build`, which loads nothing itself: it takes a loaded run, its
+attribution and the joined findings, and groups the recompiles by source line, most expensive
+first.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field
+
+from detective.report.attribution import NEW_SITE, RunAttribution
+from detective.report.sources import excerpt
+from detective.runtime.report import json_report, step_rows, text_report
+from detective.runtime.table import summarize
+
+SPARKS = "▁▂▃▄▅▆▇█"
+GAP = "no static finding at this line: a gap in the linter (worth a rule)"
+
+
+def _split(linked: list) -> tuple[list, list]:
+    from detective.report.join import DIRECT
+
+    return [fr for fr in linked if fr[1] in DIRECT], [fr for fr in linked if fr[1] not in DIRECT]
+
+
+@dataclass
+class Group:
+    file: str | None
+    line: int | None
+    function: str | None
+    code: str | None
+    items: list = field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        return sum(i.compile_seconds or 0.0 for i in self.items)
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(dict.fromkeys(i.kind for i in self.items))
+
+    @property
+    def steps(self) -> list[int]:
+        return sorted({i.step for i in self.items})
+
+    @property
+    def linked(self) -> list:
+        seen, out = set(), []
+        for item in self.items:
+            for finding, relation in item.linked:
+                key = (finding.path, finding.line, finding.code)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((finding, relation))
+        return out
+
+
+@dataclass
+class Report:
+    run: object
+    summary: dict
+    attribution: RunAttribution
+    lint_errors: list = field(default_factory=list)
+    linted: list = field(default_factory=list)
+
+    @property
+    def groups(self) -> list[Group]:
+        groups: dict = {}
+        for item in self.attribution.recompiles:
+            src = item.source
+            key = (src.file, src.line) if src else (None, None)
+            if key not in groups:
+                groups[key] = Group(key[0], key[1], src.function if src else None, src.code() if src else None)
+            groups[key].items.append(item)
+        return sorted(groups.values(), key=lambda g: (-g.seconds, -len(g.items), g.steps[0]))
+
+
+def build(run, attribution: RunAttribution, lint_errors=(), linted=()) -> Report:
+    return Report(run, summarize(run), attribution, list(lint_errors), list(linted))
+
+
+def show_path(path: str | None) -> str:
+    if not path:
+        return "?"
+    if os.path.isabs(path):
+        rel = os.path.relpath(path)
+        return rel if not rel.startswith("..") else path
+    return path
+
+
+def where(item_or_group) -> str:
+    line = item_or_group.line
+    return f"{show_path(item_or_group.file)}:{line}" if line is not None else "(library code only)"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _steps_text(steps: list[int]) -> str:
+    runs, start = [], None
+    for i, s in enumerate(steps):
+        if start is None:
+            start = s
+        if i + 1 == len(steps) or steps[i + 1] != s + 1:
+            runs.append(str(start) if start == s else f"{start}-{s}")
+            start = None
+    return ", ".join(runs)
+
+
+def sparkline(values: list[float], width: int = 64) -> str:
+    if not values:
+        return ""
+    if len(values) > width:  # a bucket shows its largest value
+        size = -(-len(values) // width)
+        values = [max(values[i:i + size]) for i in range(0, len(values), size)]
+    top = max(values)
+    if top <= 0:
+        return SPARKS[0] * len(values)
+    return "".join(" " if v <= 0 else SPARKS[min(len(SPARKS) - 1, int(v / top * (len(SPARKS) - 1) + 0.5))]
+                   for v in values)
+
+
+def _change(item) -> str:
+    if item.kind == NEW_SITE:
+        return "first graph from this call site"
+    if item.before or item.after:
+        text = f"{item.before or '?'} → {item.after or '?'}"
+    else:
+        text = item.note or ""
+    if item.previous_step is not None:
+        text += f" (vs the graph of step {item.previous_step})"
+    return text
+
+
+def _finding_line(finding, relation: str) -> str:
+    return f"{finding.code} {finding.name} at {show_path(finding.path)}:{finding.line} ({relation}): {finding.message}"
+
+
+# -- text -------------------------------------------------------------------------------------
+
+def text(report: Report) -> str:
+    run, attr = report.run, report.attribution
+    lines = [text_report(run)]
+    rows = step_rows(run)
+    if rows:
+        lines.append("")
+        lines.append(f"new programs per step   {sparkline([r['new_programs'] or 0 for r in rows])}")
+        lines.append(f"compile seconds         {sparkline([r['compile_seconds'] or 0.0 for r in rows])}"
+                     f"  ({report.summary['total_compile_seconds']:.2f} s in all)")
+    if not attr.available:
+        return "\n".join(lines)
+    lines.append("")
+    lines += _text_attribution(report)
+    return "\n".join(lines)
+
+
+def _text_attribution(report: Report) -> list[str]:
+    attr = report.attribution
+    out: list[str] = []
+    recompiles = attr.recompiles
+    if not recompiles:
+        out.append(f"No recompiles: no new programs after warm-up (step {attr.warmup} on). Nothing to attribute.")
+    else:
+        groups = report.groups
+        seconds = sum(g.seconds for g in groups)
+        steps = sorted({i.step for i in recompiles})
+        out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'new program')} "
+                   f"in {_plural(len(steps), 'step')}, {seconds:.2f} s compiling, from "
+                   f"{_plural(len(groups), 'source line')} (most expensive first)")
+        for n, group in enumerate(groups, 1):
+            out.append("")
+            out.append(f"#{n} {where(group)}" + (f" in {group.function}" if group.function else "")
+                       + f" · {', '.join(group.kinds)} · {_plural(len(group.items), 'program')}"
+                       + f" · {group.seconds:.2f} s · step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}")
+            if group.code:
+                out.append(f"    {group.line} | {group.code}")
+            elif group.file and group.line is not None:
+                out.append("    (source not found: the file moved or the run was elsewhere)")
+            for item in group.items[:3]:
+                out.append(f"    step {item.step}: {item.kind}: {_change(item)}")
+                if item.branch:
+                    out.append(f"      under `{item.branch[1]}` (line {item.branch[0]})")
+                if item.note and item.kind != NEW_SITE and (item.before or item.after):
+                    out.append(f"      note: {item.note}")
+                for cause in [c for c in item.causes[1:] if c.source is not None][:2]:
+                    at = f"{show_path(cause.source.file)}:{cause.source.line}"
+                    out.append(f"      also {cause.kind} at {at}: {cause.before} → {cause.after}")
+            if len(group.items) > 3:
+                out.append(f"    … and {len(group.items) - 3} more like these")
+            direct, nearby = _split(group.linked)
+            shown = direct[:4] if direct else nearby[:3]
+            if not direct:
+                out.append(f"    static: {GAP}" + ("; nearby:" if nearby else ""))
+            for i, (finding, relation) in enumerate(shown):
+                lead = "    static: " if (i == 0 and direct) else "            "
+                out.append(lead + _finding_line(finding, relation))
+    if attr.host_syncs:
+        out.append("")
+        out.append("Value reads that cut steps into several graphs (host syncs):")
+        for s in attr.host_syncs:
+            out.append(f"    {show_path(s['file'])}:{s['line']} in {s['function']}: {s['steps']} of {s['of_steps']} steps"
+                       + (f"  | {s['code']}" if s["code"] else ""))
+    first = attr.first_programs
+    if first:
+        out.append("")
+        out.append(f"Warm-up (steps 0-{attr.warmup - 1}): {_plural(len(first), 'program')}, expected:")
+        for item in first:
+            out.append(f"    step {item.step}: {item.kind} at {where(item)}")
+    if attr.missing_graphs:
+        out.append(f"note: the IR of {_plural(len(attr.missing_graphs), 'graph')} is missing; those were triggered-line only")
+    for path, problem in report.lint_errors:
+        out.append(f"note: linter: {path}: {problem}")
+    return out
+
+
+# -- json -------------------------------------------------------------------------------------
+
+def as_json(report: Report) -> dict:
+    data = json_report(report.run)
+    attr = report.attribution
+    data["attribution"] = {"available": attr.available, "reason": attr.reason, "warmup": attr.warmup}
+    data["recompiles"] = [i.to_json() for i in attr.recompiles]
+    data["first_programs"] = [i.to_json() for i in attr.first_programs]
+    data["host_syncs"] = attr.host_syncs
+    data["linter"] = {
+        "files": report.linted,
+        "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],
+        "gaps": [{"step": i.step, "file": i.file, "line": i.line, "kind": i.kind}
+                 for i in attr.recompiles if i.linter_gap],
+    }
+    return data
+
+
+# -- markdown ---------------------------------------------------------------------------------
+
+def _md(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(report: Report) -> str:
+    s, attr = report.summary, report.attribution
+    rows = step_rows(report.run)
+    late = attr.recompiles if attr.available else []
+    title = (f"{_plural(len(late), 'recompile')} after warm-up" if attr.available
+             else f"{s['programs_after_warmup']} new programs after warm-up")
+    out = [f"### detective: {title}", ""]
+    out.append(f"{_plural(s['steps_completed'], 'step')}, {_plural(s['total_unique_programs'], 'unique program')}, "
+               f"{s['total_compile_seconds']:.2f} s compiling; warm-up {s['warmup']} steps.")
+    if rows:
+        out += ["", f"New programs per step: `{sparkline([r['new_programs'] or 0 for r in rows])}`"]
+    if not attr.available:
+        out += ["", f"> {attr.reason}"]
+        return "\n".join(out) + "\n"
+    if not late:
+        out += ["", "No new programs after warm-up. :white_check_mark:"]
+    for group in report.groups:
+        out += ["", f"#### `{where(group)}` in `{group.function}` — {', '.join(group.kinds)}, "
+                    f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, steps {_steps_text(group.steps)}"]
+        if group.code:
+            out += ["", "```python", group.code, "```"]
+        out += ["", "| step | kind | before → after | triggered at |", "|---|---|---|---|"]
+        for item in group.items:
+            trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
+            out.append(f"| {item.step} | {item.kind} | {_md(_change(item))} | `{trig}` |")
+        direct, nearby = _split(group.linked)
+        out.append("")
+        if not direct:
+            out.append(f"- {GAP}")
+        for finding, relation in direct or nearby:
+            out.append(f"- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
+                       f"({relation}): {_md(finding.message)}")
+    if attr.host_syncs:
+        out += ["", "Value reads that cut steps into several graphs:", ""]
+        for h in attr.host_syncs:
+            out.append(f"- `{show_path(h['file'])}:{h['line']}` in `{h['function']}`: {h['steps']} of "
+                       f"{h['of_steps']} steps — `{_md(h['code'])}`")
+    return "\n".join(out) + "\n"
+
+
+# -- html -------------------------------------------------------------------------------------
+
+def _svg(rows: list[dict], warmup: int | None) -> str:
+    """Unique programs (line) and compile seconds (bars) per step, one inline SVG."""
+    if not rows:
+        return "<p>No steps recorded.</p>"
+    w, h, pad, right = 720, 220, 44, 52
+    n = len(rows)
+    xs = [pad + (w - pad - right) * (i + 0.5) / n for i in range(n)]
+    programs = [r["unique_programs"] or 0 for r in rows]
+    seconds = [r["compile_seconds"] or 0.0 for r in rows]
+    pmax, smax = max(max(programs), 1), max(max(seconds), 1e-9)
+    top, bottom = 16, h - 28
+    bar = max(1.0, (w - pad - right) / n * 0.6)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="100%" role="img" '
+             f'aria-label="unique programs and compile seconds per step">',
+             f'<line x1="{pad}" y1="{bottom}" x2="{w - right}" y2="{bottom}" stroke="#999"/>']
+    if warmup:
+        wx = pad + (w - pad - right) * min(warmup, n) / n
+        parts.append(f'<rect x="{pad}" y="{top}" width="{wx - pad:.1f}" height="{bottom - top}" fill="#f2f2f2"/>'
+                     f'<text x="{pad + 4}" y="{top + 12}" font-size="10" fill="#777">warm-up</text>')
+    for x, s, r in zip(xs, seconds, rows):
+        bh = (bottom - top) * s / smax
+        color = "#d9534f" if (warmup is not None and r["step"] >= warmup and r["new_programs"]) else "#9ecae1"
+        parts.append(f'<rect x="{x - bar / 2:.1f}" y="{bottom - bh:.1f}" width="{bar:.1f}" height="{bh:.1f}" '
+                     f'fill="{color}"><title>step {r["step"]}: {s:.2f} s compiling, '
+                     f'{r["new_programs"]} new</title></rect>')
+    points = " ".join(f"{x:.1f},{bottom - (bottom - top) * p / pmax:.1f}" for x, p in zip(xs, programs))
+    parts.append(f'<polyline points="{points}" fill="none" stroke="#08519c" stroke-width="2"/>')
+    for x, p in zip(xs, programs):
+        parts.append(f'<circle cx="{x:.1f}" cy="{bottom - (bottom - top) * p / pmax:.1f}" r="2.5" fill="#08519c"/>')
+    parts.append(f'<text x="{pad - 6}" y="{top + 4}" font-size="10" text-anchor="end" fill="#08519c">{pmax}</text>'
+                 f'<text x="{pad - 6}" y="{bottom}" font-size="10" text-anchor="end" fill="#08519c">0</text>'
+                 f'<text x="{w - right + 6}" y="{top + 4}" font-size="10" fill="#9ecae1">{smax:.2f} s</text>'
+                 f'<text x="{pad}" y="{h - 8}" font-size="10" fill="#555">step 0</text>'
+                 f'<text x="{w - right}" y="{h - 8}" font-size="10" text-anchor="end" fill="#555">step {rows[-1]["step"]}</text>'
+                 f'<text x="{(w) / 2:.0f}" y="{h - 8}" font-size="10" text-anchor="middle" fill="#555">'
+                 f'line: unique programs · bars: compile seconds (red: new after warm-up)</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+_CSS = """body{font:14px/1.45 system-ui,sans-serif;max-width:980px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}code,pre{font:12.5px ui-monospace,Menlo,monospace}
+pre{background:#f7f7f7;padding:.6em;overflow-x:auto;border-radius:4px}.hit{background:#ffe9a8;display:block}
+.kind{display:inline-block;padding:0 .5em;border-radius:3px;background:#e8eef7;margin-right:.3em}
+table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:left}
+.gap{color:#b35900}.muted{color:#777}"""
+
+
+def _excerpt_html(path: str | None, line: int | None) -> str:
+    if not path or line is None or not os.path.isfile(path):
+        return ""
+    body = []
+    for n, text_line in excerpt(path, line, 3):
+        cell = html.escape(f"{n:>5} | {text_line}")
+        body.append(f'<span class="hit">{cell}</span>' if n == line else cell + "\n")
+    return "<pre>" + "".join(body) + "</pre>"
+
+
+def html_page(report: Report) -> str:
+    s, attr, run = report.summary, report.attribution, report.run
+    rows = step_rows(run)
+    e = html.escape
+    out = ["<!doctype html><html><head><meta charset='utf-8'>",
+           f"<title>detective report: {e(run.dir)}</title><style>{_CSS}</style></head><body>",
+           f"<h1>Recompilation report <span class='muted'>{e(run.dir)}</span></h1>",
+           f"<p>{_plural(s['steps_completed'], 'step')}, {_plural(s['total_unique_programs'], 'unique program')}, "
+           f"{s['total_compile_seconds']:.2f} s compiling; warm-up {s['warmup']} steps; "
+           f"{s['programs_after_warmup']} new after warm-up.</p>",
+           _svg(rows, s["warmup"])]
+    if not attr.available:
+        out.append(f"<p class='gap'>{e(attr.reason or '')}</p>")
+    elif not attr.recompiles:
+        out.append("<h2>No recompiles</h2><p>No new programs after warm-up: nothing to attribute.</p>")
+    else:
+        out.append(f"<h2>Recompiles after warm-up, by source line ({len(attr.recompiles)})</h2>")
+        for n, group in enumerate(report.groups, 1):
+            kinds = "".join(f"<span class='kind'>{e(k)}</span>" for k in group.kinds)
+            out.append(f"<h3>#{n} <code>{e(where(group))}</code> in <code>{e(group.function or '?')}</code> {kinds}"
+                       f" <span class='muted'>{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
+                       f"steps {_steps_text(group.steps)}</span></h3>")
+            out.append(_excerpt_html(group.file, group.line) or
+                       (f"<pre>{e(group.code)}</pre>" if group.code else
+                        "<p class='muted'>source not found (moved, or recorded elsewhere)</p>"))
+            out.append("<table><tr><th>step</th><th>kind</th><th>before → after</th><th>triggered at</th></tr>")
+            for item in group.items:
+                trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
+                extra = f"<br><span class='muted'>under <code>{e(item.branch[1])}</code> (line {item.branch[0]})</span>" \
+                    if item.branch else ""
+                out.append(f"<tr><td>{item.step}</td><td>{e(item.kind)}</td><td>{e(_change(item))}{extra}</td>"
+                           f"<td><code>{e(trig)}</code></td></tr>")
+            out.append("</table>")
+            direct, nearby = _split(group.linked)
+            if not direct:
+                out.append(f"<p class='gap'>{e(GAP)}</p>")
+            if direct or nearby:
+                out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
+                                            f"{f.line}</code> ({e(rel)}): {e(f.message)}</li>"
+                                            for f, rel in (direct or nearby)) + "</ul>")
+    if attr.available and attr.host_syncs:
+        out.append("<h2>Value reads that cut steps into several graphs</h2><ul>")
+        for h in attr.host_syncs:
+            out.append(f"<li><code>{e(show_path(h['file']))}:{h['line']}</code> in <code>{e(h['function'])}</code>: "
+                       f"{h['steps']} of {h['of_steps']} steps<br><code>{e(h['code'] or '')}</code></li>")
+        out.append("</ul>")
+    out.append("</body></html>\n")
+    return "\n".join(out)

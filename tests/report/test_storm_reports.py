@@ -1,0 +1,203 @@
+"""`detective report` on real diagnose runs of every storm example and the MoE block: the right
+file, line and kind for each recompile, and none after warm-up once fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import PAIRS, REPO, detective, report_json
+
+from detective.lint.rule import rules_by_code
+from detective.report.attribution import attributions_by_step
+from detective.runtime.record import load_run
+
+
+def recompiles_at(data: dict) -> list[tuple[int, str, str, int]]:
+    return [(r["step"], r["kind"], Path(r["file"]).name, r["line"]) for r in data["recompiles"]]
+
+
+def test_seq_len(recorded):
+    run = recorded["seq_len_broken"]
+    data = report_json(run.out)
+    line = run.line_of("tokens.to(device)")  # where the batch of a new length becomes device data
+    assert recompiles_at(data) == [(3, "shape", "seq_len_broken.py", line), (6, "shape", "seq_len_broken.py", line)]
+    first, second = data["recompiles"]
+    assert (first["before"], first["after"]) == ("s64[8,8]", "s64[8,12]")
+    assert (second["before"], second["after"]) == ("s64[8,12]", "s64[8,16]")
+    assert first["previous_step"] == 1 and second["previous_step"] == 3  # the closest earlier graph
+    assert first["trigger"]["line"] == run.line_of("torch_xla.sync()")
+    assert first["code"] == run.source()[line - 1].strip()
+    assert all(r["linter_gap"] for r in data["recompiles"])  # shapes from data: no rule sees them
+    assert data["linter"]["gaps"] == [{"step": 3, "file": first["file"], "line": line, "kind": "shape"},
+                                      {"step": 6, "file": first["file"], "line": line, "kind": "shape"}]
+
+
+def test_counter_slice(recorded):
+    run = recorded["counter_slice_broken"]
+    data = report_json(run.out)
+    line = run.line_of("x[:, : self.step]")
+    assert recompiles_at(data) == [(s, "constant", "counter_slice_broken.py", line) for s in range(2, 8)]
+    for r in data["recompiles"]:  # the slice's output grows by one each step, its input does not
+        assert r["before"] == f"xla::select f32[8,{r['step']},8]" and r["after"] == f"f32[8,{r['step'] + 1},8]"
+        assert r["previous_step"] == r["step"] - 1 and r["function"] == "forward"
+    counter = run.line_of("self.step += 1")
+    findings = {(f["code"], f["line"]) for f in data["recompiles"][0]["findings"]}
+    assert ("RC003", counter) in findings
+    assert not data["recompiles"][0]["linter_gap"]
+    if "RC109" in rules_by_code():
+        assert ("RC109", line) in findings
+
+
+def test_item_in_step(recorded):
+    run = recorded["item_in_step_broken"]
+    data = report_json(run.out)
+    read = run.line_of(".item():")
+    line = run.line_of("h = h.clamp(")
+    assert recompiles_at(data) == [(4, "structure", "item_in_step_broken.py", line)]
+    [r] = data["recompiles"]
+    assert r["branch"]["line"] == read  # the clamp runs under the branch the value read decides
+    assert r["split_by"] == [{"file": str(run.script), "line": read, "function": "forward"}]
+    assert "+aten::clamp" in r["after"]
+    assert {"code": "RC001", "line": read} in [{"code": f["code"], "line": f["line"]} for f in r["findings"]]
+    [sync] = data["host_syncs"]
+    assert (sync["line"], sync["steps"], sync["of_steps"]) == (read, 10, 10)
+    kinds = [(p["step"], p["kind"]) for p in data["first_programs"]]
+    assert kinds[0] == (0, "host-sync split") and data["first_programs"][0]["line"] == read
+
+
+def test_optional_key(recorded):
+    run = recorded["optional_key_broken"]
+    data = report_json(run.out)
+    line = run.line_of('batch["mask"].unsqueeze')
+    assert recompiles_at(data) == [(3, "structure", "optional_key_broken.py", line)]
+    [r] = data["recompiles"]
+    branch = run.line_of('if "mask" in batch')
+    assert r["branch"] == {"line": branch, "code": run.source()[branch - 1].strip()}
+    assert "+aten::mul ×2" in r["after"] and "-" not in r["before"]
+    assert [(f["code"], f["line"], f["relation"]) for f in r["findings"]] == [
+        ("RC004", branch, "on the branch around it")]
+
+
+def test_grad_accum(recorded):
+    run = recorded["grad_accum_broken"]
+    data = report_json(run.out)
+    sync = run.line_of("torch_xla.sync()")
+    # the optimizer step's ops come from torch's own sgd.py: the sync that cut the cycle is the line
+    assert recompiles_at(data) == [(2, "structure", "grad_accum_broken.py", sync)]
+    [r] = data["recompiles"]
+    assert "_single_tensor_sgd@sgd.py" in r["note"]
+    assert r["trigger"]["line"] == sync
+    if "RC102" in rules_by_code():
+        assert ("RC102", sync) in {(f["code"], f["line"]) for f in r["findings"]}
+
+
+def test_moe_names_all_three_causes(recorded):
+    run = recorded["moe_broken"]
+    data = report_json(run.out)
+    doc_ids = run.line_of('same_doc = batch["doc_ids"]')
+    capacity = run.line_of("self.num_experts * capacity + 1")
+    drop_rate = run.line_of("self._overflow_total / self._tokens_total")
+    counter = run.line_of("self._overflow_total += int(")
+    got = recompiles_at(data)
+    assert got == [(3, "structure", "moe_broken.py", doc_ids), (3, "structure", "moe_broken.py", doc_ids),
+                   (5, "constant", "moe_broken.py", drop_rate), (6, "constant", "moe_broken.py", capacity)]
+    by_step = {r["step"]: r for r in data["recompiles"]}
+    # 1. the optional key: both graphs of step 3 (before and after the value read) gained the mask
+    assert by_step[3]["branch"]["line"] == run.line_of('if "doc_ids" in batch')
+    assert "RC004" in {f["code"] for f in by_step[3]["findings"]}
+    # 2. the overflow counter: 0 (a special scalar) until the first drop at step 5, then a number
+    assert "constant (a special scalar" in by_step[5]["before"] and "device data" in by_step[5]["after"]
+    assert ("RC003", counter) in {(f["code"], f["line"]) for f in by_step[5]["findings"]}
+    [sync] = data["host_syncs"]
+    assert (sync["line"], sync["steps"]) == (counter, 8)
+    # 3. the capacity from the collator's token count: the dispatch buffer shrinks at step 6
+    assert by_step[6]["before"] == "aten::expand f32[129,32]" and by_step[6]["after"] == "f32[113,32]"
+    assert by_step[6]["linter_gap"]  # no rule follows batch["ntokens"] into a size: reported as a gap
+
+
+@pytest.mark.parametrize("name", [f"{p}_fixed" for p in PAIRS] + ["moe_fixed"])
+def test_fixed_versions_have_no_recompiles(recorded, name):
+    data = report_json(recorded[name].out)
+    assert data["recompiles"] == [] and data["programs_after_warmup"] == 0
+    assert data["attribution"]["available"]
+    assert len(data["first_programs"]) == data["total_unique_programs"] == 2
+    text = detective("report", str(recorded[name].out)).stdout
+    assert "No recompiles: no new programs after warm-up (step 2 on)" in text
+
+
+def test_text_groups_by_line(recorded):
+    run = recorded["counter_slice_broken"]
+    proc = detective("report", str(run.out))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    line = run.line_of("x[:, : self.step]")
+    assert out.splitlines()[1].split()[:2] == ["step", "executions"]  # the per-step table still leads
+    assert "Recompiles after warm-up (step 2 on): 6 new programs in 6 steps" in out
+    assert f"#1 examples/storms/counter_slice_broken.py:{line} in forward · constant · 6 programs" in out
+    assert f"    {line} | window = x[:, : self.step]" in out
+    assert "step 2: constant: xla::select f32[8,2,8] → f32[8,3,8] (vs the graph of step 1)" in out
+    assert "new programs per step   ████████" in out
+
+
+def test_text_orders_groups_by_cost(recorded):
+    run = recorded["moe_broken"]
+    out = detective("report", str(run.out)).stdout
+    headers = [line for line in out.splitlines() if line.startswith("#")]
+    assert len(headers) == 3
+    seconds = [float(h.split(" · ")[-2].rstrip(" s")) for h in headers]
+    assert seconds == sorted(seconds, reverse=True)
+    assert headers[0].startswith(f"#1 examples/moe/moe_broken.py:{run.line_of('same_doc = batch')}")
+    assert "Value reads that cut steps into several graphs" in out
+
+
+def test_markdown_and_html(recorded):
+    run = recorded["optional_key_broken"]
+    line = run.line_of('batch["mask"].unsqueeze')
+    md = detective("report", str(run.out), "--format", "markdown").stdout
+    assert md.startswith("### detective: 1 recompile after warm-up")
+    assert f"`examples/storms/optional_key_broken.py:{line}` in `forward` — structure" in md
+    assert "| 3 | structure |" in md and "**RC004** key-branch" in md
+    page = detective("report", str(run.out), "--format", "html").stdout
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert "<svg" in page and "<polyline" in page and "<script" not in page
+    assert "https://" not in page and "src=" not in page  # self-contained
+    assert f'<span class="hit">{line:>5} | ' in page  # the source excerpt marks the line
+    assert "RC004" in page
+
+
+def test_html_written_to_a_file(recorded, tmp_path):
+    target = tmp_path / "report.html"
+    proc = detective("report", str(recorded["moe_broken"].out), "--format", "html", "-o", str(target))
+    assert proc.returncode == 0 and proc.stdout == ""
+    page = target.read_text()
+    assert page.count("<h3>") == 3 and "moe_broken.py" in page
+
+
+def test_lint_paths_and_no_lint(recorded):
+    run = recorded["optional_key_broken"]
+    other = REPO / "examples" / "lint" / "python_counter_broken.py"
+    data = report_json(run.out, "--lint", str(other))
+    assert data["recompiles"][0]["findings"] == [] and data["recompiles"][0]["linter_gap"]
+    assert data["linter"]["files"] and all("python_counter_broken.py" in f for f in data["linter"]["files"])
+    data = report_json(run.out, "--no-lint")
+    assert data["recompiles"][0]["findings"] == []
+
+
+def test_attributions_by_step_for_the_gate(recorded):
+    run = recorded["counter_slice_broken"]
+    line = run.line_of("x[:, : self.step]")
+    sites = attributions_by_step(load_run(run.out))
+    assert sorted(sites) == list(range(8))
+    for step in range(2, 8):
+        assert sites[step] == [{"file": str(run.script), "line": line, "function": "forward", "kind": "constant",
+                                "code": "window = x[:, : self.step]"}]
+    assert sites[0][0]["kind"] == "new call site"
+    assert attributions_by_step(load_run(recorded["count_mode"].out)) == {}
+
+
+def test_gate_shows_the_attributed_line(recorded):
+    run = recorded["counter_slice_broken"]
+    proc = detective("gate", str(run.out), "--after-step", "2", "--max-new-programs", "0")
+    assert proc.returncode == 1
+    assert f"counter_slice_broken.py:{run.line_of('x[:, : self.step]')}" in proc.stdout + proc.stderr
