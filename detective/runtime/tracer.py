@@ -19,6 +19,7 @@ from detective.runtime.events import EventWriter
 from detective.runtime.metrics import MetricsProbe
 
 GRAPHS_DIR = "graphs"
+_READ_SIZE = 1 << 16
 
 
 def drain(path: str) -> str:
@@ -57,15 +58,15 @@ class AppendedFile:
             except FileNotFoundError:
                 return ""
         chunks = []
-        while True:  # usually one pread: a step writes a few KB
-            chunk = os.pread(self._fd, 1 << 16, self._offset)
-            if not chunk:
-                break
+        while True:  # one pread unless a step wrote more than 64 KiB
+            chunk = os.pread(self._fd, _READ_SIZE, self._offset)
             chunks.append(chunk)
             self._offset += len(chunk)
-        if not chunks:
-            return ""
+            if len(chunk) < _READ_SIZE:
+                break
         data = b"".join(chunks)
+        if not data:
+            return ""
         if self._offset > self.limit:
             os.ftruncate(self._fd, 0)  # torch_xla appends, so its next write lands at 0
             self._offset = 0

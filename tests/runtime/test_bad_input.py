@@ -82,6 +82,8 @@ def test_script_that_never_syncs(traced):
 def test_script_that_runs_no_graph(traced):
     result = traced["no_graph"]
     assert result.returncode == 0
+    assert result.stdout.startswith("user sitecustomize ran\n")  # chained, not shadowed
+    assert load_run(result.out).start is not None  # and the tracer still started
     assert load_run(result.out).steps.empty
     assert "0 steps: no graph ran and no step boundary was reached" in detective("report", str(result.out)).stdout
 

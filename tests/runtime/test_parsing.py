@@ -92,3 +92,14 @@ def test_appended_file_reads_only_the_new_tail_and_stays_small(tmp_path):
         f.write("two\n")
     assert tail.read_new() == "two\n"
     assert tail.read_new() == ""
+
+
+def test_progress_line(capsys):
+    from detective.runtime.tracer import Progress
+
+    Progress(False).update(3, 2, 1)
+    assert capsys.readouterr().err == ""  # not a terminal: silent
+    progress = Progress(True)
+    progress.update(3, 2, 1)
+    progress.clear()
+    assert capsys.readouterr().err == "\r\x1b[K[detective] step 3 · 2 programs\r\x1b[K"
