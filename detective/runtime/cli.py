@@ -1,13 +1,12 @@
-"""`detective run` and `detective report`.
+"""`detective run` (the report command lives in detective.report.cli).
 
 Exit codes: 0 ok; 1 reserved for gates and findings; 2 usage or internal error (command not
-found, unwritable output directory, torch_xla missing, not a run directory); a traced
-command's own non-zero exit code is passed through unchanged.
+found, unwritable output directory, torch_xla missing); a traced command's own non-zero exit
+code is passed through unchanged.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -46,23 +45,3 @@ def run(out_dir, mode, warmup, quiet, command):
         click.echo(text_report(load_run(out_dir)), err=True)
     click.echo(f"detective: record in {out_dir} (detective report {out_dir})", err=True)
     sys.exit(exit_code)
-
-
-@click.command()
-@click.argument("run_dir", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def report(run_dir, fmt):
-    """Print the per-step table of a recorded run."""
-    from detective.runtime.record import RunNotFound, load_run
-    from detective.runtime.report import json_report, text_report
-
-    try:
-        loaded = load_run(run_dir)
-    except RunNotFound as exc:
-        _fail(str(exc))
-    for warning in loaded.warnings:
-        click.echo(f"detective: warning: {warning}", err=True)
-    if fmt == "json":
-        click.echo(json.dumps(json_report(loaded), indent=2))
-    else:
-        click.echo(text_report(loaded))

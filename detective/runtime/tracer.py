@@ -74,18 +74,22 @@ class AppendedFile:
 
 
 class Progress:
-    """One self-overwriting stderr line, only on a terminal."""
+    """One self-overwriting stderr line on a terminal, for long runs: after `delay` seconds,
+    refreshed at most every `interval`, so it rarely lands in the middle of the script's output."""
 
-    def __init__(self, enabled: bool):
+    def __init__(self, enabled: bool, delay: float = 2.0, interval: float = 1.0):
         self.enabled = enabled
-        self._last = 0.0
+        self._interval = interval
+        self._next = time.monotonic() + delay
         self._shown = False
 
-    def update(self, step: int, programs: int, new: int) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.2 and not new):
+    def update(self, step: int, programs: int) -> None:
+        if not self.enabled:
             return
-        self._last = now
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self._interval
         sys.stderr.write(f"\r\x1b[K[detective] step {step} · {programs} programs")
         sys.stderr.flush()
         self._shown = True
@@ -249,7 +253,7 @@ class Tracer:
         self.writer.write_lines(lines)  # one write per step
         self._baseline = now
         self._last_time = wall
-        self.progress.update(self.step, self.unique, new)
+        self.progress.update(self.step, self.unique)
         self.step += 1
 
     def _executions(self, count: int, compiled: int) -> list[dict]:

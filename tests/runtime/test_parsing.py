@@ -97,9 +97,12 @@ def test_appended_file_reads_only_the_new_tail_and_stays_small(tmp_path):
 def test_progress_line(capsys):
     from detective.runtime.tracer import Progress
 
-    Progress(False).update(3, 2, 1)
+    Progress(False, delay=0).update(3, 2)
     assert capsys.readouterr().err == ""  # not a terminal: silent
-    progress = Progress(True)
-    progress.update(3, 2, 1)
+    Progress(True, delay=60).update(3, 2)
+    assert capsys.readouterr().err == ""  # short runs never show it
+    progress = Progress(True, delay=0, interval=60)
+    progress.update(3, 2)
+    progress.update(4, 2)  # within the interval: not redrawn
     progress.clear()
     assert capsys.readouterr().err == "\r\x1b[K[detective] step 3 · 2 programs\r\x1b[K"
