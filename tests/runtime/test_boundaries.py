@@ -37,3 +37,10 @@ def test_item_inside_a_step_is_a_separate_execution_of_that_step(traced):
     assert last["compiled"].tolist() == [True, True]
     assert "loss.item()" in source[last.iloc[0]["site"]["line"] - 1]
     assert source[last.iloc[1]["site"]["line"] - 1] == "torch_xla.sync()"
+
+
+def test_fallback_ops_and_host_transfers(traced):
+    steps = load_run(traced["boundaries"].out).step_events
+    assert [s["fallback_counts"] for s in steps] == [{}] * 6 + [{"aten::nonzero": 1}]
+    assert steps[-1]["fallback_ops"] == 1  # .item() is a host transfer, not a fallback
+    assert steps[-1]["host_transfers"] == 2  # .item() and nonzero's copy to the CPU

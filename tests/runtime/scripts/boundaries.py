@@ -29,5 +29,6 @@ for (batch,) in loader:  # steps 4, 5
 
 loss = lin(torch.randn(5, 4).to(device)).sum()  # step 6: two executions
 print(loss.item())
+print(torch.nonzero(lin.weight.detach()).shape)  # a CPU fallback on device data: no execution
 loss = loss * 3
 torch_xla.sync()
