@@ -4,8 +4,32 @@ Layout of a run directory::
 
     run.json        command, mode, warm-up, env subset, versions, times, exit code, status
     events.jsonl    start / execution / step / end events, one JSON object per line
-    graphs/<h>.txt  diagnose mode: IR text of each new graph, with location= tags
-    raw/            torch_xla's own debug files, emptied at every step
+    graphs/<h>.txt  diagnose mode: torch_xla's saved record of each new graph (frames, IR with
+                    location=func@file:line tags, Graph Hash), named by graph hash
+    raw/            torch_xla's own debug files, emptied as the run goes
+
+Events (every one has "event" and "pid"; steps and executions also "rank"):
+
+    start       source (run|watch), ppid, mode, argv, python, versions, env, hashes (false when
+                torch_xla's debug output was unavailable), baseline {UncachedCompile, CachedCompile}
+    execution   step, index (order within the step), graph_hash, compiled (cache miss), new (first
+                compile of this hash in the run), compile_seconds, cause (torch_xla's wording),
+                graph_name, frames [{file, line, function}, innermost first], frames_truncated,
+                site (innermost frame outside torch/torch_xla/stdlib), inputs, outputs,
+                unexpected (full_graph violation), ir_path (diagnose, new graphs only)
+    step        step, boundary (sync|mark_step|compile|loader|manual|exit), complete (false: the
+                run ended before the boundary), executions, compiled, cached, new_programs,
+                unique_programs, compile_seconds, host_transfers, fallback_ops, fallback_counts,
+                time, duration_s
+    end         reason, steps, unique_programs, metrics (torch_xla's totals for the process:
+                UncachedCompile, CachedCompile, CompileTime_s, TransferFromDevice, MarkStep,
+                fallback_ops)
+    no_torch_xla  python (the direct child could not import torch_xla; nothing else ran)
+
+Execution events of a step come before its step event. Host transfers and fallback ops are
+counted from the previous boundary to this one, so a value read right after a sync counts in
+the next step. Hashes depend on the mode (XLA_IR_DEBUG/XLA_HLO_DEBUG): never compare across runs
+of different modes.
 """
 
 from __future__ import annotations
