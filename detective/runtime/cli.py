@@ -30,7 +30,12 @@ def _fail(message: str) -> None:
 @click.option("--quiet", is_flag=True, help="Do not print the per-step table at the end.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(out_dir, mode, warmup, quiet, command):
-    """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step."""
+    """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step.
+
+    \b
+    Exit status: the command's own; 2 when detective cannot run it (command
+    not found, output directory not writable, torch_xla not installed).
+    """
     from detective.runtime.launcher import LaunchError
     from detective.runtime.launcher import run as launch
 
