@@ -26,6 +26,7 @@ from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_bra
 SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE = "shape", "constant", "structure", "host-sync split", "new call site"
 KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE)
 _PRIORITY = {SHAPE: 0, CONSTANT: 1, STRUCTURE: 2}
+MAX_CANDIDATES = 16  # earlier graphs of one call site diffed per new program (the most recent)
 
 
 @dataclass
@@ -272,15 +273,16 @@ def attribute_run(run) -> RunAttribution:
             result.missing_graphs.append(event.get("graph_hash") or "?")
             continue
         best: tuple[dict, GraphDiff] | None = None
-        for earlier in new[:i]:
-            if not _comparable(earlier, event):
-                continue
+        comparable = [e for e in new[:i] if _comparable(e, event)][-MAX_CANDIDATES:]
+        for earlier in reversed(comparable):  # most recent first: ties go to the latest
             old = _load_graph(run.dir, earlier, cache)
             if old is None:
                 continue
             d = diff_graphs(old, graph)
-            if best is None or d.cost <= best[1].cost:  # ties: the most recent
+            if best is None or d.cost < best[1].cost:
                 best = (earlier, d)
+            if d.cost <= 1:
+                break  # one change: nothing closer exists
         new_reads = _new_reads(event, best[0] if best else None, reads_by_step)
         if best is None:
             if is_value_read(event.get("cause")):

@@ -145,14 +145,14 @@ def _finding_line(finding, relation: str) -> str:
 def text(report: Report) -> str:
     run, attr = report.run, report.attribution
     lines = [text_report(run)]
+    if not attr.available:  # count mode: the step table alone, as `detective run` prints it
+        return "\n".join(lines)
     rows = step_rows(run)
     if rows:
         lines.append("")
         lines.append(f"new programs per step   {sparkline([r['new_programs'] or 0 for r in rows])}")
         lines.append(f"compile seconds         {sparkline([r['compile_seconds'] or 0.0 for r in rows])}"
                      f"  ({report.summary['total_compile_seconds']:.2f} s in all)")
-    if not attr.available:
-        return "\n".join(lines)
     lines.append("")
     lines += _text_attribution(report)
     return "\n".join(lines)

@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 STORMS = REPO / "examples" / "storms"
 MOE = REPO / "examples" / "moe"
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 PAIRS = ["seq_len", "counter_slice", "item_in_step", "optional_key", "grad_accum"]
 
 
@@ -54,7 +55,8 @@ def _record(out: Path, script: Path, mode: str) -> Recorded:
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory) -> dict[str, Recorded]:
     root = tmp_path_factory.mktemp("diagnosed")
-    jobs = {"moe_broken": MOE / "moe_broken.py", "moe_fixed": MOE / "moe_fixed.py"}
+    jobs = {"moe_broken": MOE / "moe_broken.py", "moe_fixed": MOE / "moe_fixed.py",
+            "log_before_sync": SCRIPTS / "log_before_sync.py"}
     for pair in PAIRS:
         for variant in ("broken", "fixed"):
             jobs[f"{pair}_{variant}"] = STORMS / f"{pair}_{variant}.py"

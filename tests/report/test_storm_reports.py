@@ -52,7 +52,7 @@ def test_counter_slice(recorded):
 def test_item_in_step(recorded):
     run = recorded["item_in_step_broken"]
     data = report_json(run.out)
-    read = run.line_of(".item():")
+    read = run.line_of("(h.abs().max() > self.limit).item()")
     line = run.line_of("h = h.clamp(")
     assert recompiles_at(data) == [(4, "structure", "item_in_step_broken.py", line)]
     [r] = data["recompiles"]
@@ -104,7 +104,7 @@ def test_moe_names_all_three_causes(recorded):
                    (5, "constant", "moe_broken.py", drop_rate), (6, "constant", "moe_broken.py", capacity)]
     by_step = {r["step"]: r for r in data["recompiles"]}
     # 1. the optional key: both graphs of step 3 (before and after the value read) gained the mask
-    assert by_step[3]["branch"]["line"] == run.line_of('if "doc_ids" in batch')
+    assert by_step[3]["branch"]["line"] == run.line_of('if "doc_ids" in batch:  #')
     assert "RC004" in {f["code"] for f in by_step[3]["findings"]}
     # 2. the overflow counter: 0 (a special scalar) until the first drop at step 5, then a number
     assert "constant (a special scalar" in by_step[5]["before"] and "device data" in by_step[5]["after"]
@@ -147,7 +147,9 @@ def test_text_orders_groups_by_cost(recorded):
     assert len(headers) == 3
     seconds = [float(h.split(" · ")[-2].rstrip(" s")) for h in headers]
     assert seconds == sorted(seconds, reverse=True)
-    assert headers[0].startswith(f"#1 examples/moe/moe_broken.py:{run.line_of('same_doc = batch')}")
+    lines = {int(h.split(" in ")[0].rsplit(":", 1)[1]) for h in headers}
+    assert lines == {run.line_of("same_doc = batch"), run.line_of("self.num_experts * capacity + 1"),
+                     run.line_of("self._overflow_total / self._tokens_total")}
     assert "Value reads that cut steps into several graphs" in out
 
 
@@ -201,3 +203,16 @@ def test_gate_shows_the_attributed_line(recorded):
     proc = detective("gate", str(run.out), "--after-step", "2", "--max-new-programs", "0")
     assert proc.returncode == 1
     assert f"counter_slice_broken.py:{run.line_of('x[:, : self.step]')}" in proc.stdout + proc.stderr
+
+
+def test_value_read_that_cuts_a_later_step(recorded):
+    run = recorded["log_before_sync"]
+    data = report_json(run.out)
+    read = run.line_of("loss.item()")
+    assert recompiles_at(data) == [(3, "host-sync split", "log_before_sync.py", read)]
+    [r] = data["recompiles"]
+    assert r["previous_hash"] is None and r["trigger"]["line"] == read
+    assert "access tensor value" in r["cause"]
+    assert [(f["code"], f["line"]) for f in r["findings"]] == [("RC001", read)]
+    [sync] = data["host_syncs"]
+    assert (sync["line"], sync["steps"], sync["of_steps"]) == (read, 2, 8)
