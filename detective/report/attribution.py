@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from detective.report.diff import Change, GraphDiff, diff_graphs, summarize_ops
 from detective.report.ir import Graph, Node, parse_graph
-from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch
+from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch, python_values_feeding
 
 SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE = "shape", "constant", "structure", "host-sync split", "new call site"
 KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE)
@@ -67,6 +67,7 @@ class Attribution:
     compile_seconds: float | None
     causes: list[Cause] = field(default_factory=list)
     branch: tuple[int, str] | None = None  # the if around a structural change
+    feeds: list[tuple[int, str]] = field(default_factory=list)  # host numbers flowing into a constant
     split_by: list[Source] = field(default_factory=list)  # value reads earlier in the step
     note: str | None = None
     findings: list = field(default_factory=list)  # filled by join
@@ -108,6 +109,7 @@ class Attribution:
             "cause": self.cause_text,
             "causes": [c.to_json() for c in self.causes],
             "branch": {"line": self.branch[0], "code": self.branch[1]} if self.branch else None,
+            "feeds": [{"line": n, "code": code} for n, code in self.feeds],
             "split_by": [{"file": s.file, "line": s.line, "function": s.function} for s in self.split_by],
             "note": self.note,
         }
@@ -307,6 +309,8 @@ def attribute_run(run) -> RunAttribution:
             item.source = primary.source
             if primary.kind == STRUCTURE and primary.source.found:
                 item.branch = enclosing_branch(primary.source.file, primary.source.line)
+            if primary.kind == CONSTANT and primary.source.found:
+                item.feeds = python_values_feeding(primary.source.file, primary.source.line)
         else:
             item.note = (primary.via + "; " if primary.via else "") + "showing the line that triggered execution"
     return result

@@ -1,7 +1,8 @@
 """Put each attributed recompile next to the linter's static findings.
 
 A finding relates to a recompile when it is at the attributed line, on the ``if`` around a
-structural change, in the same function, or on a call chain that runs through that function.
+structural change, at a line computing a Python number the line uses, in the same function, or
+on a call chain that runs through that function.
 (Value reads that cut steps have their own section of the report; a finding at one is not
 counted for every recompile that happened in such a step.) A recompile with no related finding
 is a gap in the linter, and is reported as one.
@@ -15,13 +16,13 @@ from pathlib import Path
 
 from detective.report.sources import source_tree
 
-AT_LINE, ON_BRANCH, SAME_NAME, IN_FUNCTION, IN_CHAIN = (
-    "at this line", "on the branch around it", "in the same function, on a name this line uses",
-    "in the same function", "on a call chain through it",
+AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN = (
+    "at this line", "on the branch around it", "at a line computing a number this line uses",
+    "in the same function, on a name this line uses", "in the same function", "on a call chain through it",
 )
-_ORDER = [AT_LINE, ON_BRANCH, SAME_NAME, IN_FUNCTION, IN_CHAIN]
+_ORDER = [AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN]
 _LABEL = re.compile(r"`([^`]+)`")
-DIRECT = (AT_LINE, ON_BRANCH, SAME_NAME)  # without one of these, the recompile is a gap in the linter
+DIRECT = (AT_LINE, ON_BRANCH, FEEDING, SAME_NAME)  # without one of these, the recompile is a gap in the linter
 
 
 def _real(path: str) -> str:
@@ -75,6 +76,8 @@ def relate(item, findings) -> list[tuple[object, str]]:
     places = {(here, src.line): AT_LINE}
     if item.branch:
         places.setdefault((here, item.branch[0]), ON_BRANCH)
+    for line, _ in item.feeds:
+        places.setdefault((here, line), FEEDING)
     chain_mark = f"({src.file}:" if span is None else None
     out = []
     for f in findings:

@@ -184,6 +184,8 @@ def _text_attribution(report: Report) -> list[str]:
                 out.append(f"    step {item.step}: {item.kind}: {_change(item)}")
                 if item.branch:
                     out.append(f"      under `{item.branch[1]}` (line {item.branch[0]})")
+                for n_line, code in item.feeds:
+                    out.append(f"      the number comes from line {n_line}: `{code}`")
                 if item.note and item.kind != NEW_SITE and (item.before or item.after):
                     out.append(f"      note: {item.note}")
                 for cause in [c for c in item.causes[1:] if c.source is not None][:2]:
@@ -262,6 +264,9 @@ def markdown(report: Report) -> str:
                     f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, steps {_steps_text(group.steps)}"]
         if group.code:
             out += ["", "```python", group.code, "```"]
+        feeds = dict(f for item in group.items for f in item.feeds)
+        if feeds:
+            out += [""] + [f"The number comes from line {n}: `{c}`" for n, c in sorted(feeds.items())]
         out += ["", "| step | kind | before → after | triggered at |", "|---|---|---|---|"]
         for item in group.items:
             trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
@@ -371,6 +376,8 @@ def html_page(report: Report) -> str:
                 trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
                 extra = f"<br><span class='muted'>under <code>{e(item.branch[1])}</code> (line {item.branch[0]})</span>" \
                     if item.branch else ""
+                extra += "".join(f"<br><span class='muted'>the number comes from line {n}: <code>{e(c)}</code></span>"
+                                 for n, c in item.feeds)
                 out.append(f"<tr><td>{item.step}</td><td>{e(item.kind)}</td><td>{e(_change(item))}{extra}</td>"
                            f"<td><code>{e(trig)}</code></td></tr>")
             out.append("</table>")

@@ -207,3 +207,62 @@ class Resolver:
             if alt is not None and alt.found:
                 return alt
         return Source(path, frame["line"], frame["function"], found=found)
+
+
+_NUMBER_CALLS = {"int", "float", "round", "len", "min", "max", "abs", "sum"}
+
+
+def _python_number_evidence(node: ast.AST) -> bool:
+    """An expression that makes a host-side Python number: int(...), math.*, len(...), .item(),
+    batch["key"] (a collator field), ..."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            if isinstance(f, ast.Name) and f.id in _NUMBER_CALLS:
+                return True
+            if isinstance(f, ast.Attribute) and (f.attr in ("item", "tolist") or (
+                    isinstance(f.value, ast.Name) and f.value.id == "math")):
+                return True
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) and isinstance(sub.slice.value, str):
+            return True
+    return False
+
+
+def _key(node: ast.AST) -> str | None:
+    """"x" for a name, "self.x" for an attribute of a name."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def python_values_feeding(path: str, line: int) -> list[tuple[int, str]]:
+    """Assignments earlier in the same function to names used on ``line`` that compute a Python
+    number on the host (the usual way a value gets baked into a graph): [(line, text)]."""
+    tree = source_tree(path)
+    if tree is None:
+        return []
+    func = None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
+            if func is None or node.lineno > func.lineno:
+                func = node
+    if func is None:
+        return []
+    used = {_key(n) for n in ast.walk(func) if _key(n) and isinstance(n.ctx, ast.Load)
+            and n.lineno <= line <= (n.end_lineno or n.lineno)}
+    latest: dict[str, ast.AST] = {}
+    for node in ast.walk(func):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.lineno < line and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    key = _key(name)
+                    if key in used and (key not in latest or latest[key].lineno < node.lineno):
+                        latest[key] = node
+    out = {}
+    for node in latest.values():
+        if _python_number_evidence(node.value):
+            out[node.lineno] = line_text(path, node.lineno) or ""
+    return sorted(out.items())

@@ -99,3 +99,20 @@ def test_cost_prefers_the_closest_graph():
     step1, step2 = graph("counter_slice_step1"), graph("counter_slice_step2")
     optional = graph("optional_key_step1")
     assert diff_graphs(step1, step2).cost < diff_graphs(optional, step2).cost
+
+
+def test_python_numbers_feeding_a_line():
+    from detective.report.sources import python_values_feeding
+
+    moe = Path(__file__).resolve().parents[2] / "examples" / "moe" / "moe_broken.py"
+    lines = moe.read_text().splitlines()
+
+    def at(snippet):
+        return next(n for n, line in enumerate(lines, 1) if snippet in line)
+
+    dispatch = at("self.num_experts * capacity + 1")
+    assert python_values_feeding(str(moe), dispatch) == [
+        (at("capacity = math.ceil("), lines[at("capacity = math.ceil(") - 1].strip())]
+    aux = at("self._overflow_total / self._tokens_total")
+    assert [n for n, _ in python_values_feeding(str(moe), aux)] == [at("self._overflow_total += int(")]
+    assert python_values_feeding(str(moe), at("probs = self.router")) == []

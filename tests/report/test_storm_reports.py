@@ -113,7 +113,10 @@ def test_moe_names_all_three_causes(recorded):
     assert (sync["line"], sync["steps"]) == (counter, 8)
     # 3. the capacity from the collator's token count: the dispatch buffer shrinks at step 6
     assert by_step[6]["before"] == "aten::expand f32[129,32]" and by_step[6]["after"] == "f32[113,32]"
+    capacity_line = run.line_of('capacity = math.ceil(self.capacity_factor * batch["ntokens"]')
+    assert [f["line"] for f in by_step[6]["feeds"]] == [capacity_line]
     assert by_step[6]["linter_gap"]  # no rule follows batch["ntokens"] into a size: reported as a gap
+    assert [f["line"] for f in by_step[5]["feeds"]] == [counter]  # the counter, fed by .item()
 
 
 @pytest.mark.parametrize("name", [f"{p}_fixed" for p in PAIRS] + ["moe_fixed"])
