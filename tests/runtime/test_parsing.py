@@ -106,3 +106,18 @@ def test_progress_line(capsys):
     progress.update(4, 2)  # within the interval: not redrawn
     progress.clear()
     assert capsys.readouterr().err == "\r\x1b[K[detective] step 3 · 2 programs\r\x1b[K"
+
+
+def test_hand_encoded_step_event_is_the_json_of_the_event():
+    import json
+
+    from detective.runtime.tracer import _encode_step
+
+    event = {
+        "event": "step", "step": 3, "boundary": "compile", "complete": False, "executions": 2, "compiled": 1,
+        "cached": 1, "new_programs": 1, "unique_programs": 4, "compile_seconds": 0.25, "host_transfers": 1,
+        "fallback_ops": 1, "fallback_counts": {"aten::nonzero": 1}, "time": 1795338465.171753,
+        "duration_s": 0.5, "pid": 12, "rank": None,
+    }
+    assert json.loads(_encode_step(event)) == event
+    assert json.loads(_encode_step({**event, "fallback_counts": {}, "rank": 0, "complete": True}))["rank"] == 0
