@@ -79,9 +79,10 @@ class Attribution:
 
     @property
     def linter_gap(self) -> bool:
+        """A recompile no static finding points at (a first graph of a call site is not one)."""
         from detective.report.join import DIRECT
 
-        return not any(rel in DIRECT for _, rel in self.linked)
+        return self.kind != NEW_SITE and not any(rel in DIRECT for _, rel in self.linked)
 
     @property
     def line(self) -> int | None:

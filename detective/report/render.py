@@ -168,9 +168,11 @@ def _text_attribution(report: Report) -> list[str]:
         groups = report.groups
         seconds = sum(g.seconds for g in groups)
         steps = sorted({i.step for i in recompiles})
+        fresh = sum(i.kind == NEW_SITE for i in recompiles)
         out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'new program')} "
                    f"in {_plural(len(steps), 'step')}, {seconds:.2f} s compiling, from "
-                   f"{_plural(len(groups), 'source line')} (most expensive first)")
+                   f"{_plural(len(groups), 'source line')} (most expensive first)"
+                   + (f"; {fresh} of them from a call site not seen before (not a recompile)" if fresh else ""))
         for n, group in enumerate(groups, 1):
             out.append("")
             out.append(f"#{n} {where(group)}" + (f" in {group.function}" if group.function else "")
@@ -195,6 +197,8 @@ def _text_attribution(report: Report) -> list[str]:
                 out.append(f"    … and {len(group.items) - 3} more like these")
             direct, nearby = _split(group.linked)
             shown = direct[:4] if direct else nearby[:3]
+            if group.kinds == [NEW_SITE]:
+                continue  # not a recompile: nothing for the linter to have caught
             if not direct:
                 out.append(f"    static: {GAP}" + ("; nearby:" if nearby else ""))
             for i, (finding, relation) in enumerate(shown):
@@ -273,7 +277,7 @@ def markdown(report: Report) -> str:
             out.append(f"| {item.step} | {item.kind} | {_md(_change(item))} | `{trig}` |")
         direct, nearby = _split(group.linked)
         out.append("")
-        if not direct:
+        if not direct and group.kinds != [NEW_SITE]:
             out.append(f"- {GAP}")
         for finding, relation in direct or nearby:
             out.append(f"- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
@@ -382,7 +386,7 @@ def html_page(report: Report) -> str:
                            f"<td><code>{e(trig)}</code></td></tr>")
             out.append("</table>")
             direct, nearby = _split(group.linked)
-            if not direct:
+            if not direct and group.kinds != [NEW_SITE]:
                 out.append(f"<p class='gap'>{e(GAP)}</p>")
             if direct or nearby:
                 out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
