@@ -59,44 +59,62 @@ def dims(shape: str) -> tuple[int, ...] | None:
     return tuple(int(d) for d in m.group(1).split(",") if d)
 
 
+MAX_QUADRATIC = 4_000_000  # difflib on the differing middle only up to this many node pairs
+
+
 def _align(old: list[Node], new: list[Node]) -> dict[int, int]:
-    """new id -> old id."""
+    """new id -> old id. Common prefix and suffix first (linear); difflib on what is left."""
     pairs: dict[int, int] = {}
-    outer = SequenceMatcher(None, [n.signature() for n in old], [n.signature() for n in new], autojunk=False)
+    sa, sb = [n.signature() for n in old], [n.signature() for n in new]
+    p = 0
+    while p < len(sa) and p < len(sb) and sa[p] == sb[p]:
+        pairs[new[p].id] = old[p].id
+        p += 1
+    q = 0
+    while q < len(sa) - p and q < len(sb) - p and sa[-1 - q] == sb[-1 - q]:
+        pairs[new[-1 - q].id] = old[-1 - q].id
+        q += 1
+    a, b = old[p:len(old) - q], new[p:len(new) - q]
+    if not a or not b:
+        return pairs
+    if len(a) * len(b) > MAX_QUADRATIC:  # huge graphs: greedy, in order, by (op, location)
+        _pair_greedy(a, b, pairs, key=lambda n: n.signature())
+        _pair_greedy(a, b, pairs, key=lambda n: n.op)
+        return pairs
+    outer = SequenceMatcher(None, sa[p:len(sa) - q], sb[p:len(sb) - q], autojunk=False)
     for tag, i1, i2, j1, j2 in outer.get_opcodes():
         if tag == "equal":
             for k in range(i2 - i1):
-                pairs[new[j1 + k].id] = old[i1 + k].id
+                pairs[b[j1 + k].id] = a[i1 + k].id
         elif tag == "replace":
-            a, b = old[i1:i2], new[j1:j2]
-            inner = SequenceMatcher(None, [n.op for n in a], [n.op for n in b], autojunk=False)
+            ra, rb = a[i1:i2], b[j1:j2]
+            inner = SequenceMatcher(None, [n.op for n in ra], [n.op for n in rb], autojunk=False)
             left_a, left_b = [], []
             for itag, k1, k2, l1, l2 in inner.get_opcodes():
                 if itag == "equal":
                     for k in range(k2 - k1):
-                        pairs[b[l1 + k].id] = a[k1 + k].id
+                        pairs[rb[l1 + k].id] = ra[k1 + k].id
                 else:
-                    left_a += a[k1:k2]
-                    left_b += b[l1:l2]
+                    left_a += ra[k1:k2]
+                    left_b += rb[l1:l2]
             _pair_scalars(left_a, left_b, pairs)
-    _pair_moved(old, new, pairs)
+    # left over on both sides with the same op, location and shape: moved, not changed (the
+    # backward pass is sometimes printed in another order)
+    _pair_greedy(a, b, pairs, key=lambda n: (n.op, n.location, n.shape))
     return pairs
 
 
-def _pair_moved(old: list[Node], new: list[Node], pairs: dict[int, int]) -> None:
-    """Nodes left over that are the same op, location and shape on both sides: moved, not changed
-    (the printed order shifts when the backward pass is emitted in another order)."""
+def _pair_greedy(old: list[Node], new: list[Node], pairs: dict[int, int], key) -> None:
     taken = set(pairs.values())
-    pool: dict[tuple, list[int]] = {}
-    for a in old:
-        if a.id not in taken:
-            pool.setdefault((a.op, a.location, a.shape), []).append(a.id)
-    for b in new:
-        if b.id in pairs:
-            continue
-        ids = pool.get((b.op, b.location, b.shape))
-        if ids:
-            pairs[b.id] = ids.pop(0)
+    pool: dict = {}
+    for n in old:
+        if n.id not in taken:
+            pool.setdefault(key(n), []).append(n.id)
+    for n in new:
+        if n.id not in pairs:
+            ids = pool.get(key(n))
+            if ids:
+                pairs[n.id] = ids.pop(0)
 
 
 def _pair_scalars(old: list[Node], new: list[Node], pairs: dict[int, int]) -> None:

@@ -116,3 +116,40 @@ def test_python_numbers_feeding_a_line():
     aux = at("self._overflow_total / self._tokens_total")
     assert [n for n, _ in python_values_feeding(str(moe), aux)] == [at("self._overflow_total += int(")]
     assert python_values_feeding(str(moe), at("probs = self.router")) == []
+
+
+def _tiled(g, copies):
+    from detective.report.ir import Graph, Node
+
+    nodes, offset = [], 0
+    for part in copies:
+        for n in part.nodes:
+            nodes.append(Node(n.id + offset, n.op, n.shape, tuple(o + offset for o in n.operands), n.location))
+        offset += len(part.nodes)
+    return Graph(nodes=nodes)
+
+
+def test_large_graphs_stay_linear():
+    import time
+
+    a, b = graph("moe_step5"), graph("moe_step6")
+    big_a = _tiled(a, [a] * 120)  # ~40k nodes, as a real model's step graph
+    big_b = _tiled(a, [a] * 60 + [b] + [a] * 59)
+    start = time.perf_counter()
+    d = diff_graphs(big_a, big_b)
+    assert time.perf_counter() - start < 10  # quadratic alignment took minutes here
+    assert {c.kind for c in d.changes} == {"constant"} and not d.added
+
+
+@pytest.mark.parametrize("old,new,kind", [("counter_slice_step1", "counter_slice_step2", "constant"),
+                                          ("seq_len_step1", "seq_len_step3", "shape"),
+                                          ("moe_step5", "moe_step6", "constant")])
+def test_greedy_alignment_agrees_on_real_graphs(monkeypatch, old, new, kind):
+    import detective.report.diff as diff_module
+
+    exact = diff_graphs(graph(old), graph(new))
+    monkeypatch.setattr(diff_module, "MAX_QUADRATIC", 0)  # what very large graphs get
+    greedy = diff_graphs(graph(old), graph(new))
+    assert {c.kind for c in greedy.changes} == {kind}
+    assert [(c.node.op, c.before, c.after) for c in greedy.changes] == \
+        [(c.node.op, c.before, c.after) for c in exact.changes]
