@@ -265,7 +265,8 @@ def markdown(report: Report) -> str:
         out += ["", "No new programs after warm-up. :white_check_mark:"]
     for group in report.groups:
         out += ["", f"#### `{where(group)}` in `{group.function}` — {', '.join(group.kinds)}, "
-                    f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, steps {_steps_text(group.steps)}"]
+                    f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
+                    f"step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}"]
         if group.code:
             out += ["", "```python", group.code, "```"]
         feeds = dict(f for item in group.items for f in item.feeds)
@@ -277,10 +278,12 @@ def markdown(report: Report) -> str:
             out.append(f"| {item.step} | {item.kind} | {_md(_change(item))} | `{trig}` |")
         direct, nearby = _split(group.linked)
         out.append("")
+        indent = ""
         if not direct and group.kinds != [NEW_SITE]:
-            out.append(f"- {GAP}")
+            out.append(f"- {GAP}" + ("; nearby:" if nearby else ""))
+            indent = "  "
         for finding, relation in direct or nearby:
-            out.append(f"- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
+            out.append(f"{indent}- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
                        f"({relation}): {_md(finding.message)}")
     if attr.host_syncs:
         out += ["", "Value reads that cut steps into several graphs:", ""]
@@ -371,7 +374,7 @@ def html_page(report: Report) -> str:
             kinds = "".join(f"<span class='kind'>{e(k)}</span>" for k in group.kinds)
             out.append(f"<h3>#{n} <code>{e(where(group))}</code> in <code>{e(group.function or '?')}</code> {kinds}"
                        f" <span class='muted'>{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
-                       f"steps {_steps_text(group.steps)}</span></h3>")
+                       f"step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}</span></h3>")
             out.append(_excerpt_html(group.file, group.line) or
                        (f"<pre>{e(group.code)}</pre>" if group.code else
                         "<p class='muted'>source not found (moved, or recorded elsewhere)</p>"))
@@ -388,6 +391,8 @@ def html_page(report: Report) -> str:
             direct, nearby = _split(group.linked)
             if not direct and group.kinds != [NEW_SITE]:
                 out.append(f"<p class='gap'>{e(GAP)}</p>")
+            if nearby and not direct:
+                out.append("<p class='muted'>nearby:</p>")
             if direct or nearby:
                 out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
                                             f"{f.line}</code> ({e(rel)}): {e(f.message)}</li>"
