@@ -21,7 +21,8 @@ class PythonConstantSlice(Rule):
     `zeros`, `ones`, `empty`, `full`, `rand*` computed from a Python value that changes
     from call to call: a counter on `self` that some method increments
     (`x[:, :self.step]`), the loop counter of a step loop (`x[:step + 1]`), `len()` of a
-    Python sequence passed in (`torch.arange(len(batch_list))`), or a number read from
+    Python sequence passed in (a parameter named like one: `batch_list`, `lengths`,
+    `seqs`, ...: `torch.arange(len(batch_list))`), or a number read from
     a tensor (`int(mask.sum())`), and names bound from those.
 
     ## Why is this bad?
@@ -123,6 +124,7 @@ for step in range(10):
         self._mutated: dict[int, set[str]] = {}  # id(class frame) -> attrs bumped outside __init__
         self._varying: dict[str, set[str]] = {}  # scope -> names bound from per-call values
         self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int]]]] = []
+        self._outer_loops: list[list] = []
 
     # ---------------------------------------------------------------- bookkeeping
     def visit_For(self, node: cst.For) -> None:
@@ -141,11 +143,11 @@ for step in range(10):
     leave_While = leave_For
 
     def visit_FunctionDef(self, node) -> None:
-        self._loops_outside = self._loops
+        self._outer_loops.append(self._loops)  # a nested def's loops are its own
         self._loops = []
 
     def leave_FunctionDef(self, node) -> None:
-        self._loops = getattr(self, "_loops_outside", [])
+        self._loops = self._outer_loops.pop()
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._note_mutation(node.target)
@@ -231,8 +233,9 @@ for step in range(10):
             if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Name) and sub.func.value == "len" \
                     and len(sub.args) == 1 and isinstance(sub.args[0].value, cst.Name):
                 arg = sub.args[0].value.value
-                if arg in frame.data_names and (arg not in frame.tensor_names
-                                                or arg.lower().endswith(SEQUENCE_SUFFIXES)):
+                # Only names that say they are Python sequences: len() of a tensor is its
+                # static first dimension, and an unannotated parameter may be either.
+                if arg in frame.data_names and arg.lower().endswith(SEQUENCE_SUFFIXES):
                     return f"`len({arg})` of a Python sequence passed in"
             if isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
                 return "a value read from a tensor on the host"

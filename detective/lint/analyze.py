@@ -47,7 +47,7 @@ def analyze(source: str, path: str, module: str, root: str, is_package: bool = F
         raise SourceError(f"cannot parse: {type(exc).__name__}") from None
 
     context = Context(module, is_package, all_rules(), extra_roots=extra_roots)
-    tree.visit(context)
+    context.run(tree)
     return _summarise(context, tree, source, path, module, root, is_package)
 
 

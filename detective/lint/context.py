@@ -178,6 +178,35 @@ class Context(cst.CSTVisitor):
             fn(node)
         return name not in _SKIP_CHILDREN
 
+    def run(self, module: cst.Module) -> None:
+        """Walk ``module`` once, in libcst's visiting order, without rebuilding it.
+
+        ``module.visit(self)`` would do the same visits, but libcst reconstructs (and
+        re-validates) every node on the way back up and visits every whitespace, comma
+        and bracket: about half the cost of linting a file. No rule or context hook
+        looks at those tokens, so we walk only the nodes that carry syntax.
+        """
+        self._walk(module)
+
+    def _walk(self, node: cst.CSTNode) -> None:
+        if self.on_visit(node):
+            kinds = _KIND
+            for name in _child_fields(type(node)):
+                value = getattr(node, name)
+                kind = kinds.get(type(value))
+                if kind is None:
+                    kind = _classify(type(value))
+                if kind == 1:
+                    self._walk(value)
+                elif kind == 2:
+                    for child in value:
+                        kind = kinds.get(type(child))
+                        if kind is None:
+                            kind = _classify(type(child))
+                        if kind == 1:
+                            self._walk(child)
+        self.on_leave(node)
+
     # libcst's defaults look up visit_<Node>_<attr> on every attribute of every node.
     def on_visit_attribute(self, node, attribute) -> None:
         pass
@@ -828,6 +857,60 @@ _EXIT = {
     "AnnAssign": Context._leave_ann_assign,
     "AugAssign": Context._leave_aug_assign,
 }
+# Tokens and whitespace: never visited by Context.run.
+_TRIVIA = (
+    cst.BaseParenthesizableWhitespace, cst.EmptyLine, cst.TrailingWhitespace, cst.Newline,
+    cst.Comment, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon,
+    cst.AssignEqual, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp,
+    cst.BaseAugOp, cst.Asynchronous, cst.ImportStar,
+)
+_TRIVIA_FIELDS = frozenset({
+    "leading_lines", "lines_after_decorators", "lpar", "rpar", "comma", "dot", "semicolon", "equal",
+    "colon", "first_colon", "second_colon", "lbracket", "rbracket", "lbrace", "rbrace", "header",
+    "footer", "trailing_whitespace", "operator", "asynchronous", "newline", "indent",
+})
+# Where libcst visits children in another order than its dataclass fields are declared.
+_FIELD_ORDER = {
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.Arg: ("keyword", "value"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+# Concrete type -> 0 (skip: token, whitespace, str, None), 1 (node to walk), 2 (sequence).
+# isinstance against libcst's abstract bases is slow; a dict lookup per type is not.
+_KIND: dict[type, int] = {}
+
+
+def _classify(cls: type) -> int:
+    mro = cls.__mro__  # not issubclass: abstract-base checks walk every registered subclass
+    if tuple in mro or list in mro:
+        kind = 2
+    elif cst.CSTNode in mro and not any(base in mro for base in _TRIVIA):
+        kind = 1
+    else:
+        kind = 0
+    _KIND[cls] = kind
+    return kind
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        import dataclasses
+
+        fields = _FIELD_ORDER.get(cls) or tuple(
+            f.name for f in dataclasses.fields(cls)
+            if f.name not in _TRIVIA_FIELDS and not f.name.startswith("whitespace")
+        )
+        _CHILD_FIELDS[cls] = fields
+    return fields
+
+
 # Subtrees nothing looks into: imports are handled whole, annotations are not evaluated.
 _SKIP_CHILDREN = frozenset({"Import", "ImportFrom", "Annotation"})
 

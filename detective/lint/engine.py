@@ -10,7 +10,7 @@ import fnmatch
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -89,8 +89,18 @@ def _package_parts(directory: Path) -> tuple[tuple[str, ...], str]:
     return (), str(directory)
 
 
+@lru_cache(maxsize=8192)
+def _resolved_dir(directory: str) -> Path:
+    return Path(directory).resolve()
+
+
+def _absolute(path: Path) -> Path:
+    """``path.resolve()`` with one resolve per directory rather than per file."""
+    return _resolved_dir(str(path.parent)) / path.name
+
+
 def module_name(path: Path) -> tuple[str, str, bool]:
-    absolute = path.resolve()
+    absolute = _absolute(path)
     parts, root = _package_parts(absolute.parent)
     is_package = absolute.stem == "__init__"
     name = ".".join(parts if is_package else (*parts, absolute.stem.split(".")[0]))
@@ -99,7 +109,7 @@ def module_name(path: Path) -> tuple[str, str, bool]:
 
 def display_path(path: Path) -> str:
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+        return _absolute(path).relative_to(_resolved_dir(os.getcwd())).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -155,9 +165,13 @@ def summarise(files: list[Path], config: Config, jobs: int | None = None,
             except OSError:
                 raw = None
             if raw is not None:
-                key = SummaryCache.entry_key(shown, module, root, is_package)
+                # Keyed by the absolute path: the same file run from another directory
+                # is the same entry; only the path it is shown as differs.
+                key = SummaryCache.entry_key(str(_absolute(path)), module, root, is_package)
                 cached = cache.get(key, content_hash(raw))
                 if cached is not None:
+                    if cached.path != shown:
+                        cached = replace(cached, path=shown)
                     summaries[index] = cached
                     continue
                 keys.append(key)
@@ -192,11 +206,11 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
         [*config.ignore, *(ignore or [])]
     )
     files, errors = discover(paths, config)
-    reported = {display_path(f) for f in files}
     context_files: list[Path] = []
     if project:
+        named = {_absolute(f) for f in files}
         extra, _ = discover(project, config)
-        context_files = [f for f in extra if display_path(f) not in reported]
+        context_files = [f for f in extra if _absolute(f) not in named]
     cache = cache_for(config) if use_cache else None
     summaries = summarise(files + context_files, config, jobs, cache)
     result = LintResult(errors=errors, summaries=summaries[:len(files)])
@@ -208,6 +222,7 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
         else:
             good.append(summary)
     result.files_checked = sum(1 for s in summaries[:len(files)] if not s.error)
+    reported = {s.path for s in summaries[:len(files)]}
     result.findings = findings_for(good, config, enabled,
                                    report=reported if context_files else None)
     return result

@@ -283,3 +283,23 @@ def test_a_conditional_sync_does_not_end_the_region():
             print(loss.item())
     """
     assert where(lint({"t.py": src})) == [("t.py", 11, "RC001")]
+
+
+def test_nested_functions_inside_loops_do_not_confuse_the_rules():
+    # A def inside a loop inside a def inside a loop: every rule's own loop/function
+    # bookkeeping must unwind in order (found on torch/distributed/pipelining).
+    src = """
+    import torch
+
+    class M(torch.nn.Module):
+        def forward(self, xs):
+            for x in xs:
+                def inner(y):
+                    for z in y:
+                        def deeper(w):
+                            return w[: len(w)]
+                    return y
+                inner(x)
+            return xs.item()
+    """
+    assert where(lint({"a.py": src}, select=["ALL"])) == [("a.py", 13, "RC001")]
