@@ -166,7 +166,7 @@ class Resolver:
     def _cwd_files(self) -> dict[str, list[str]]:
         if self._walked is None:
             self._walked = {}
-            count = 0
+            count = dirs = 0
             if self.cwd and os.path.isdir(self.cwd):
                 for directory, dirnames, filenames in os.walk(self.cwd):
                     dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
@@ -174,7 +174,8 @@ class Resolver:
                         if name.endswith(".py"):
                             self._walked.setdefault(name, []).append(os.path.join(directory, name))
                             count += 1
-                    if count > _WALK_LIMIT:
+                    dirs += 1
+                    if count > _WALK_LIMIT or dirs > _WALK_LIMIT:  # a run started in / or ~: stop early
                         break
         return self._walked
 
