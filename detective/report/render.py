@@ -47,6 +47,19 @@ class Group:
         return sorted({i.step for i in self.items})
 
     @property
+    def repeating(self) -> bool:
+        """New programs from this line in three or more steps: it will not settle by itself."""
+        return len(self.steps) >= 3
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file, "line": self.line, "function": self.function, "code": self.code,
+            "kinds": self.kinds, "programs": len(self.items), "compile_seconds": self.seconds,
+            "steps": self.steps, "repeating": self.repeating,
+            "findings": [{"code": f.code, "line": f.line, "path": f.path, "relation": rel} for f, rel in self.linked],
+        }
+
+    @property
     def linked(self) -> list:
         seen, out = set(), []
         for item in self.items:
@@ -182,6 +195,9 @@ def _text_attribution(report: Report) -> list[str]:
                 out.append(f"    {group.line} | {group.code}")
             elif group.file and group.line is not None:
                 out.append("    (source not found: the file moved or the run was elsewhere)")
+            if group.repeating:
+                out.append(f"    keeps recompiling: new programs from this line in {len(group.steps)} steps, "
+                           f"a value that changes call after call (it will not settle by itself)")
             for item in group.items[:3]:
                 out.append(f"    step {item.step}: {item.kind}: {_change(item)}")
                 if item.branch:
@@ -230,6 +246,7 @@ def as_json(report: Report) -> dict:
     attr = report.attribution
     data["attribution"] = {"available": attr.available, "reason": attr.reason, "warmup": attr.warmup}
     data["recompiles"] = [i.to_json() for i in attr.recompiles]
+    data["by_line"] = [g.to_json() for g in report.groups]  # recompiles grouped, most expensive first
     data["first_programs"] = [i.to_json() for i in attr.first_programs]
     data["host_syncs"] = attr.host_syncs
     data["linter"] = {

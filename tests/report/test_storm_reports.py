@@ -141,6 +141,18 @@ def test_text_groups_by_line(recorded):
     assert f"    {line} | window = x[:, : self.step]" in out
     assert "step 2: constant: xla::select f32[8,2,8] → f32[8,3,8] (vs the graph of step 1)" in out
     assert "new programs per step   ████████" in out
+    assert "keeps recompiling: new programs from this line in 6 steps" in out
+
+
+def test_json_groups_by_line(recorded):
+    data = report_json(recorded["counter_slice_broken"].out)
+    [group] = data["by_line"]
+    assert group["line"] == recorded["counter_slice_broken"].line_of("x[:, : self.step]")
+    assert (group["programs"], group["steps"], group["kinds"], group["repeating"]) == (6, [2, 3, 4, 5, 6, 7],
+                                                                                        ["constant"], True)
+    assert group["compile_seconds"] == pytest.approx(sum(r["compile_seconds"] for r in data["recompiles"]))
+    seq = report_json(recorded["seq_len_broken"].out)["by_line"]
+    assert [(g["programs"], g["repeating"]) for g in seq] == [(2, False)]
 
 
 def test_text_orders_groups_by_cost(recorded):
