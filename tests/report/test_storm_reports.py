@@ -150,7 +150,7 @@ def test_json_groups_by_line(recorded):
     assert group["line"] == recorded["counter_slice_broken"].line_of("x[:, : self.step]")
     assert (group["programs"], group["steps"], group["kinds"], group["repeating"]) == (6, [2, 3, 4, 5, 6, 7],
                                                                                         ["constant"], True)
-    assert group["compile_seconds"] == pytest.approx(sum(r["compile_seconds"] for r in data["recompiles"]))
+    assert group["compile_seconds"] == pytest.approx(sum(r["compile_seconds"] or 0 for r in data["recompiles"]))
     seq = report_json(recorded["seq_len_broken"].out)["by_line"]
     assert [(g["programs"], g["repeating"]) for g in seq] == [(2, False)]
 
