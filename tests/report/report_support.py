@@ -1,16 +1,13 @@
-"""Record every storm example and the MoE pair once per session in diagnose mode (two at a
-time), plus one count-mode run, and let the tests read the reports."""
+"""Helpers for the report tests (a module of its own: `from conftest import` would pick up
+whichever tests/*/conftest.py pytest imported last when the whole suite runs)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 STORMS = REPO / "examples" / "storms"
@@ -47,23 +44,6 @@ def report_json(out: Path, *extra: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def _record(out: Path, script: Path, mode: str) -> Recorded:
+def record(out: Path, script: Path, mode: str) -> Recorded:
     proc = detective("run", "--quiet", "--mode", mode, "--out", str(out), "--", sys.executable, str(script))
     return Recorded(script, out, proc.returncode, proc.stderr)
-
-
-@pytest.fixture(scope="session")
-def recorded(tmp_path_factory) -> dict[str, Recorded]:
-    root = tmp_path_factory.mktemp("diagnosed")
-    jobs = {"moe_broken": MOE / "moe_broken.py", "moe_fixed": MOE / "moe_fixed.py",
-            "log_before_sync": SCRIPTS / "log_before_sync.py"}
-    for pair in PAIRS:
-        for variant in ("broken", "fixed"):
-            jobs[f"{pair}_{variant}"] = STORMS / f"{pair}_{variant}.py"
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_record, root / name, script, "diagnose") for name, script in jobs.items()}
-        futures["count_mode"] = pool.submit(_record, root / "count_mode", STORMS / "counter_slice_broken.py", "count")
-        results = {name: future.result() for name, future in futures.items()}
-    for name, result in results.items():
-        assert result.returncode == 0, f"{name}: {result.stderr}"
-    return results
