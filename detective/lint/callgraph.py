@@ -180,6 +180,7 @@ class Project:
         roots: dict[Node, str] = {}
         for summary in self.files.values():
             path = summary.path
+            memo: dict[tuple[str, str | None], Node | None] = {}  # a file calls the same names often
             for qualname, scope in summary.scopes.items():
                 node = (path, qualname)
                 out = edges.setdefault(node, {})
@@ -189,7 +190,11 @@ class Project:
                     # Nested defs and step loops run when their enclosing scope runs.
                     edges.setdefault((path, scope.parent), {})[node] = None
                 for call in scope.calls:
-                    callee = self.resolve(call.target, summary, scope.class_name)
+                    key = (call.target, scope.class_name if call.target.startswith(("self.", "super.")) else None)
+                    if key in memo:
+                        callee = memo[key]
+                    else:
+                        callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         out[callee] = None
             for scope_name, ref in summary.compile_targets:
