@@ -90,9 +90,12 @@ class SummaryCache:
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory.parent / ".gitignore"
+            ignore = self.directory / ".gitignore"  # inside the cache: never ignores anything else
             if not ignore.exists():
                 ignore.write_text("# written by detective lint\n*\n")
+            entries = self._entries or {}
+            for key in [k for k in entries if not os.path.exists(k.split("\0", 1)[0])]:
+                del entries[key]  # files deleted or renamed since
             for stale in self.directory.glob("summaries-*.pickle"):
                 if stale != self.file:
                     stale.unlink(missing_ok=True)  # another linter build or config

@@ -95,8 +95,9 @@ def _resolved_dir(directory: str) -> Path:
 
 
 def _absolute(path: Path) -> Path:
-    """``path.resolve()`` with one resolve per directory rather than per file."""
-    return _resolved_dir(str(path.parent)) / path.name
+    """``path.resolve()`` with one resolve per directory rather than per file (keyed by the
+    absolute directory, so a change of working directory never reuses a stale answer)."""
+    return _resolved_dir(os.path.abspath(path.parent)) / path.name
 
 
 def module_name(path: Path) -> tuple[str, str, bool]:

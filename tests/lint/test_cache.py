@@ -94,6 +94,19 @@ def test_select_and_ignore_do_not_invalidate(tree):
     assert (hits, misses) == (3, 0) and result.findings == []
 
 
+def test_entries_of_deleted_files_are_dropped(tree, tmp_path):
+    import pickle
+
+    lint_cached()
+    (tree / "other.py").unlink()
+    (tree / "new.py").write_text("y = 2\n")
+    _, hits, misses = lint_cached()
+    assert (hits, misses) == (2, 1)
+    (cache_file,) = (tmp_path / "cache").glob("summaries-*.pickle")
+    keys = pickle.loads(cache_file.read_bytes())
+    assert sorted(k.split("\0", 1)[0].rsplit("/", 1)[-1] for k in keys) == ["helpers.py", "new.py", "train.py"]
+
+
 def test_a_corrupt_cache_file_is_ignored(tree, tmp_path):
     lint_cached()
     for path in (tmp_path / "cache").glob("summaries-*.pickle"):
@@ -110,7 +123,7 @@ def test_cli_writes_the_cache_next_to_the_config_unless_no_cache(write, run_cli,
     assert not (root / "proj" / ".detective").exists()
     run_cli("lint", ".")
     assert list((root / "proj" / ".detective" / "cache").glob("summaries-*.pickle"))
-    assert (root / "proj" / ".detective" / ".gitignore").read_text().strip().endswith("*")
+    assert (root / "proj" / ".detective" / "cache" / ".gitignore").read_text().strip().endswith("*")
 
 
 def test_project_context_for_a_few_changed_files(tree, run_cli):
