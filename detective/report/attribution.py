@@ -11,7 +11,8 @@ classify the first divergence and map it to a line:
 - ``structure``: ops were added or removed (a branch, an optional batch key);
 - ``host-sync split``: a value read (``.item()``, ``.cpu()``, printing a tensor) cut the step
   into graphs it did not have before; the read's frame is the answer;
-- ``new call site``: nothing comparable ran before (not a recompile, but listed).
+- ``new call site``: nothing comparable ran before (not a recompile, but listed);
+- ``unknown``: the graph's IR file is missing; only the triggering line is known.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from detective.report.ir import Graph, Node, parse_graph
 from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch, python_values_feeding
 
 SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE = "shape", "constant", "structure", "host-sync split", "new call site"
-KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE)
+UNKNOWN = "unknown"  # its IR is missing: only the line that triggered execution is known
+KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE, UNKNOWN)
 _PRIORITY = {SHAPE: 0, CONSTANT: 1, STRUCTURE: 2}
 MAX_CANDIDATES = 16  # earlier graphs of one call site diffed per new program (the most recent)
 
@@ -82,7 +84,7 @@ class Attribution:
         """A recompile no static finding points at (a first graph of a call site is not one)."""
         from detective.report.join import DIRECT
 
-        return self.kind != NEW_SITE and not any(rel in DIRECT for _, rel in self.linked)
+        return self.kind not in (NEW_SITE, UNKNOWN) and not any(rel in DIRECT for _, rel in self.linked)
 
     @property
     def line(self) -> int | None:
@@ -272,6 +274,7 @@ def attribute_run(run) -> RunAttribution:
                          if r.get("index", 0) < item.index]
         result.items.append(item)
         if graph is None:
+            item.kind = UNKNOWN
             item.note = "its IR was not saved" if not event.get("ir_path") else f"{event['ir_path']} is missing"
             result.missing_graphs.append(event.get("graph_hash") or "?")
             continue

@@ -11,7 +11,7 @@ import html
 import os
 from dataclasses import dataclass, field
 
-from detective.report.attribution import NEW_SITE, RunAttribution
+from detective.report.attribution import NEW_SITE, UNKNOWN, RunAttribution
 from detective.report.sources import excerpt
 from detective.runtime.report import json_report, step_rows, text_report
 from detective.runtime.table import summarize
@@ -45,6 +45,11 @@ class Group:
     @property
     def steps(self) -> list[int]:
         return sorted({i.step for i in self.items})
+
+    @property
+    def recompiles_known(self) -> bool:
+        """Some of its programs are attributed recompiles (not only first graphs or missing IR)."""
+        return not set(self.kinds) <= {NEW_SITE, UNKNOWN}
 
     @property
     def repeating(self) -> bool:
@@ -213,7 +218,7 @@ def _text_attribution(report: Report) -> list[str]:
                 out.append(f"    … and {len(group.items) - 3} more like these")
             direct, nearby = _split(group.linked)
             shown = direct[:4] if direct else nearby[:3]
-            if group.kinds == [NEW_SITE]:
+            if not group.recompiles_known:
                 continue  # not a recompile: nothing for the linter to have caught
             if not direct:
                 out.append(f"    static: {GAP}" + ("; nearby:" if nearby else ""))
@@ -296,7 +301,7 @@ def markdown(report: Report) -> str:
         direct, nearby = _split(group.linked)
         out.append("")
         indent = ""
-        if not direct and group.kinds != [NEW_SITE]:
+        if not direct and group.recompiles_known:
             out.append(f"- {GAP}" + ("; nearby:" if nearby else ""))
             indent = "  "
         for finding, relation in direct or nearby:
@@ -406,7 +411,7 @@ def html_page(report: Report) -> str:
                            f"<td><code>{e(trig)}</code></td></tr>")
             out.append("</table>")
             direct, nearby = _split(group.linked)
-            if not direct and group.kinds != [NEW_SITE]:
+            if not direct and group.recompiles_known:
                 out.append(f"<p class='gap'>{e(GAP)}</p>")
             if nearby and not direct:
                 out.append("<p class='muted'>nearby:</p>")

@@ -315,6 +315,7 @@ def test_missing_graph_file_falls_back_to_the_trigger(recorded, tmp_path):
     data = report_json(copy)
     [r] = data["recompiles"]
     assert r["line"] == run.line_of("torch_xla.sync()") and r["note"].endswith("is missing")
+    assert r["kind"] == "unknown" and not r["linter_gap"]
     assert "IR of 1 graph is missing" in detective("report", str(copy)).stdout
 
 
