@@ -131,8 +131,9 @@ if __name__ == "__main__":
             if not P.is_runtime_flag(key):
                 continue
             scope = self.context.scope.qualname
-            message = (f"`{key}` is set after torch_xla is imported: the runtime has already read its "
-                       "flags, so this write is ignored; set it before the first torch_xla import")
+            message = (f"`{key}` is set after torch_xla is imported: flags read at import or at runtime "
+                       "start-up no longer take effect (and the compile environment differs from the one "
+                       "the code states); set it before the first torch_xla import")
             if len(self.context.functions) == 1:
                 if self._module_xla:
                     self.report(anchor, message)

@@ -106,6 +106,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 if new_text != source[start:end]:
                     fix = ((start, end, new_text),)
             after = tuple(t for t in (_resolve_local(context, c, item.scope) for c in after_calls) if t)
+            if after_calls and not after:
+                continue  # it depended on calls, and none can lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))

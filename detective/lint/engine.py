@@ -9,7 +9,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -137,6 +136,8 @@ def _summarise_file(job: tuple) -> FileSummary:
 
 def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
+        from concurrent.futures import ProcessPoolExecutor  # not imported on warm runs
+
         # Largest files first so no worker is left with a big one at the end; small
         # chunks keep both workers busy, and each result is one pickled summary.
         order = sorted(range(len(work)), key=lambda i: -len(work[i][5] or b""))

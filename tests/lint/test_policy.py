@@ -213,3 +213,16 @@ def test_python_constant_slice_only_in_traced_code():
             return x[: self.seen]
     """
     assert where(lint({"n.py": src}, select=["RC109"])) == [("n.py", 11, "RC109"), ("n.py", 13, "RC109")]
+
+
+def test_spmd_after_calls_that_cannot_reach_project_code_is_silent():
+    # The only call before use_spmd is a method of a parameter: nothing in the project.
+    src = """
+    import torch_xla.runtime as xr
+
+    def shard(module):
+        first = next(module.parameters())
+        xr.use_spmd()
+        return first
+    """
+    assert lint({"s.py": src}) == []
