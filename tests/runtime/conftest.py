@@ -11,10 +11,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-STORMS = REPO / "examples" / "storms"
-SCRIPTS = Path(__file__).resolve().parent / "scripts"
+from runtime_support import SCRIPTS, STORMS
 
 
 @dataclass
@@ -23,12 +20,6 @@ class Traced:
     returncode: int
     stdout: str
     stderr: str
-
-
-def detective(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "detective", *args], capture_output=True, text=True, cwd=cwd, timeout=300
-    )
 
 
 def _trace(out: Path, script: Path, *options: str, env: dict | None = None) -> Traced:

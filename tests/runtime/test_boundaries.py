@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import SCRIPTS
+from runtime_support import SCRIPTS
 
 from detective import load_run
 

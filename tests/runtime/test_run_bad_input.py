@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import detective
+from runtime_support import detective
 
 from detective import load_run
 
