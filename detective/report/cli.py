@@ -40,7 +40,10 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
     attribution = attribute_run(run)
     lint_errors, linted = [], []
     if attribution.available and not no_lint and attribution.recompiles:
-        findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
+        try:
+            findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
+        except Exception as exc:  # the attribution stands on its own: report it without the join
+            findings, lint_errors = [], [("linter", f"failed ({type(exc).__name__}: {exc}); no static findings joined")]
         linted = sorted({f.path for f in findings})
         join(attribution, findings)
     if not attribution.available:
