@@ -28,17 +28,34 @@ def _fail(message: str) -> None:
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Steps allowed to compile new programs; later ones are flagged.")
 @click.option("--quiet", is_flag=True, help="Do not print the per-step table at the end.")
+@click.option("--gate-after-step", type=click.IntRange(min=0),
+              help="Gate the run: fail (exit 1) when new programs compile from this step on.")
+@click.option("--max-new-programs", type=click.IntRange(min=0), help="With the gate: new programs allowed [default: 0].")
+@click.option("--max-unique-programs", type=click.IntRange(min=0), help="With the gate: cap on unique programs.")
+@click.option("--max-compile-seconds", type=click.FloatRange(min=0), help="With the gate: cap on compile time.")
+@click.option("--gate-format", type=click.Choice(["text", "junit", "github"]), default="text", show_default=True,
+              help="Format of the gate's verdict (printed on stdout).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def run(out_dir, mode, warmup, quiet, command):
+@click.pass_context
+def run(ctx, out_dir, mode, warmup, quiet, gate_after_step, max_new_programs, max_unique_programs,
+        max_compile_seconds, gate_format, command):
     """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step.
 
     \b
     Exit status: the command's own; 2 when detective cannot run it (command
     not found, output directory not writable, torch_xla not installed).
+    With --gate-after-step: 1 when the gate fails, 2 when the run cannot be
+    judged (no steps, never reached the step), else the command's own.
     """
     from detective.runtime.launcher import LaunchError
     from detective.runtime.launcher import run as launch
 
+    budget_args = dict(after_step=gate_after_step, max_new_programs=max_new_programs,
+                       max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds)
+    gating = any(value is not None for value in budget_args.values())
+    if gating and ctx.get_parameter_source("warmup") == click.core.ParameterSource.DEFAULT \
+            and gate_after_step is not None:
+        warmup = gate_after_step  # the table's "new after warm-up" marks match the gate
     try:
         exit_code, out_dir = launch(list(command), out_dir, mode, warmup)
     except LaunchError as exc:
@@ -49,4 +66,11 @@ def run(out_dir, mode, warmup, quiet, command):
 
         click.echo(text_report(load_run(out_dir)), err=True)
     click.echo(f"detective: record in {out_dir} (detective report {out_dir})", err=True)
+    if gating:
+        from detective.ci.cli import gate_run
+        from detective.ci.gate import PASS
+
+        verdict = gate_run(out_dir, budget_args, gate_format)
+        if verdict.status != PASS:
+            sys.exit(verdict.status)
     sys.exit(exit_code)

@@ -29,14 +29,28 @@ def runs(tmp_path_factory):
     scripts = {"storm": "counter_slice_broken.py", "fixed": "counter_slice_fixed.py"}
 
     def record(name):
+        # Recorded with run-and-gate in one command, so that path is exercised too.
         out = root / name
-        proc = detective("run", "--quiet", "--out", str(out), "--", sys.executable,
-                         str(REPO / "examples" / "storms" / scripts[name]))
-        assert proc.returncode == 0, proc.stderr
-        return out
+        proc = detective("run", "--quiet", "--out", str(out), "--gate-after-step", "3", "--",
+                         sys.executable, str(REPO / "examples" / "storms" / scripts[name]))
+        return out, proc
 
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(scripts, pool.map(record, scripts)))
+        recorded = dict(zip(scripts, pool.map(record, scripts)))
+    RUN_AND_GATE.update({name: proc for name, (_, proc) in recorded.items()})
+    return {name: out for name, (out, _) in recorded.items()}
+
+
+RUN_AND_GATE: dict[str, subprocess.CompletedProcess] = {}
+
+
+def test_run_and_gate_in_one_command(runs):
+    storm, fixed = RUN_AND_GATE["storm"], RUN_AND_GATE["fixed"]
+    assert storm.returncode == 1, storm.stderr
+    assert "gate FAILED: at most 0 new program(s) from step 3 on" in storm.stdout
+    assert "step 2 loss" in storm.stdout  # the script's own output still reaches the terminal
+    assert fixed.returncode == 0, fixed.stderr
+    assert "gate passed" in fixed.stdout
 
 
 def test_storm_fails_the_gate_and_names_the_steps_and_line(runs):
