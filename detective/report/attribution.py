@@ -31,6 +31,19 @@ _PRIORITY = {SHAPE: 0, CONSTANT: 1, STRUCTURE: 2}
 MAX_CANDIDATES = 16  # earlier graphs of one call site diffed per new program (the most recent)
 
 
+def _change_fields(kind: str, before, after, src: Source | None) -> dict:
+    """The JSON keys a cause and a recompile share: what changed, and where."""
+    return {
+        "kind": kind,
+        "before": before,
+        "after": after,
+        "file": src.file if src else None,
+        "line": src.line if src else None,
+        "function": src.function if src else None,
+        "code": src.code() if src else None,
+    }
+
+
 @dataclass
 class Cause:
     kind: str
@@ -40,15 +53,8 @@ class Cause:
     via: str | None = None  # how the line was found when not from the node itself
 
     def to_json(self) -> dict:
-        src = self.source
         return {
-            "kind": self.kind,
-            "before": self.before,
-            "after": self.after,
-            "file": src.file if src else None,
-            "line": src.line if src else None,
-            "function": src.function if src else None,
-            "code": src.code() if src else None,
+            **_change_fields(self.kind, self.before, self.after, self.source),
             "via": self.via,
         }
 
@@ -97,13 +103,7 @@ class Attribution:
             "graph_hash": self.graph_hash,
             "previous_hash": self.previous_hash,
             "previous_step": self.previous_step,
-            "kind": self.kind,
-            "before": self.before,
-            "after": self.after,
-            "file": src.file if src else None,
-            "line": src.line if src else None,
-            "function": src.function if src else None,
-            "code": src.code() if src else None,
+            **_change_fields(self.kind, self.before, self.after, src),
             "trigger": {"file": trig.file, "line": trig.line, "function": trig.function} if trig else None,
             "findings": [{"code": f.code, "line": f.line, "path": f.path, "name": f.name, "relation": rel}
                          for f, rel in self.linked],

@@ -6,19 +6,10 @@ functions here and are appended by ``text_report`` / ``json_report``.
 
 from __future__ import annotations
 
-from detective.runtime.table import summarize
+from detective.runtime.table import STEP_COLUMNS, summarize
 
 BOUNDARIES = "torch_xla.sync, xm.mark_step, the end of a torch_xla.compile call, or an MpDeviceLoader batch"
-JSON_STEP_KEYS = (
-    "step",
-    "executions",
-    "new_programs",
-    "unique_programs",
-    "compile_seconds",
-    "host_transfers",
-    "fallback_ops",
-    "complete",
-)
+JSON_STEP_KEYS = tuple(STEP_COLUMNS[: STEP_COLUMNS.index("complete") + 1])  # the table's public columns
 
 
 def ending(run, summary: dict) -> str | None:
