@@ -52,6 +52,7 @@ class SummaryCache:
             f"{linter_fingerprint()}|roots={sorted(roots)}".encode(), digest_size=8
         ).hexdigest()
         self.file = directory / f"summaries-{key}.pickle"
+        self.results_file = directory / f"results-{key}.pickle"
         self._entries: dict[str, tuple[str, FileSummary]] | None = None
         self._dirty = False
         self.hits = 0
@@ -96,8 +97,8 @@ class SummaryCache:
             entries = self._entries or {}
             for key in [k for k in entries if not os.path.exists(k.split("\0", 1)[0])]:
                 del entries[key]  # files deleted or renamed since
-            for stale in self.directory.glob("summaries-*.pickle"):
-                if stale != self.file:
+            for stale in [*self.directory.glob("summaries-*.pickle"), *self.directory.glob("results-*.pickle")]:
+                if stale not in (self.file, self.results_file):
                     stale.unlink(missing_ok=True)  # another linter build or config
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
             with os.fdopen(fd, "wb") as handle:
@@ -106,3 +107,33 @@ class SummaryCache:
         except OSError:
             pass  # a read-only tree still lints, just without a cache
         self._dirty = False
+
+    # ------------------------------------------------------------------ whole results
+    # When no file, no setting and no linter source changed, the findings of the last
+    # identical run are the answer: no summary is loaded and no call graph is built.
+    def get_result(self, key: str):
+        try:
+            with open(self.results_file, "rb") as handle:
+                return pickle.load(handle).get(key)
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
+                TypeError, ValueError):
+            return None
+
+    def put_result(self, key: str, value) -> None:
+        try:
+            with open(self.results_file, "rb") as handle:
+                results = pickle.load(handle)
+        except Exception:  # noqa: BLE001 - any unreadable file is just a miss
+            results = {}
+        results.pop(key, None)
+        results[key] = value
+        while len(results) > 8:  # a few configurations (select, --project) side by side
+            results.pop(next(iter(results)))
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(results, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.results_file)
+        except OSError:
+            pass

@@ -7,6 +7,7 @@ Findings filtered by selection, per-file ignores and suppression comments.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -134,13 +135,23 @@ def _summarise_file(job: tuple) -> FileSummary:
     return summary
 
 
+def _size(job: tuple) -> int:
+    raw = job[5]
+    if raw is not None:
+        return len(raw)
+    try:
+        return os.path.getsize(job[0])
+    except OSError:
+        return 0
+
+
 def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
     if jobs > 1 and len(work) >= PARALLEL_THRESHOLD:
         from concurrent.futures import ProcessPoolExecutor  # not imported on warm runs
 
         # Largest files first so no worker is left with a big one at the end; small
         # chunks keep both workers busy, and each result is one pickled summary.
-        order = sorted(range(len(work)), key=lambda i: -len(work[i][5] or b""))
+        order = sorted(range(len(work)), key=lambda i: -_size(work[i]))
         results: list[FileSummary | None] = [None] * len(work)
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             chunk = max(1, min(8, len(work) // (jobs * 16)))
@@ -152,7 +163,7 @@ def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
 
 
 def summarise(files: list[Path], config: Config, jobs: int | None = None,
-              cache: SummaryCache | None = None) -> list[FileSummary]:
+              cache: SummaryCache | None = None, raws: dict[Path, bytes] | None = None) -> list[FileSummary]:
     """One summary per file, in order: from the cache when the content is unchanged."""
     roots = tuple(config.roots)
     summaries: list[FileSummary | None] = [None] * len(files)
@@ -163,7 +174,7 @@ def summarise(files: list[Path], config: Config, jobs: int | None = None,
         raw = None
         if cache is not None:
             try:
-                raw = path.read_bytes()
+                raw = raws[path] if raws is not None and path in raws else path.read_bytes()
             except OSError:
                 raw = None
             if raw is not None:
@@ -214,7 +225,17 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
         extra, _ = discover(project, config)
         context_files = [f for f in extra if _absolute(f) not in named]
     cache = cache_for(config) if use_cache else None
-    summaries = summarise(files + context_files, config, jobs, cache)
+    raws: dict[Path, bytes] | None = None
+    result_key = None
+    if cache is not None:
+        raws, result_key = _result_key(files, context_files, config, enabled, cache)
+        hit = cache.get_result(result_key)
+        if hit is not None:
+            findings, file_errors, checked, hashes = hit
+            light = [FileSummary(path=p, module="", root="", content_hash=h) for p, h in hashes]
+            return LintResult(findings=list(findings), errors=errors + list(file_errors),
+                              files_checked=checked, summaries=light)
+    summaries = summarise(files + context_files, config, jobs, cache, raws=raws)
     result = LintResult(errors=errors, summaries=summaries[:len(files)])
     good = []
     for position, summary in enumerate(summaries):
@@ -227,7 +248,31 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
     reported = {s.path for s in summaries[:len(files)]}
     result.findings = findings_for(good, config, enabled,
                                    report=reported if context_files else None)
+    # Not when a file could not be read or hit a linter bug: that may pass next time.
+    if cache is not None and not any(s.error and not s.content_hash for s in summaries):
+        cache.put_result(result_key, (
+            result.findings, result.errors[len(errors):], result.files_checked,
+            [(s.path, s.content_hash) for s in summaries[:len(files)]],
+        ))
     return result
+
+
+def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache):
+    """Everything a run's findings depend on, hashed; and the files' bytes, read once."""
+    raws: dict[Path, bytes] = {}
+    digest = hashlib.blake2b(digest_size=16)
+    settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
+                str(config.base), os.getcwd(), len(files))
+    digest.update(repr(settings).encode())
+    for path in [*files, *context_files]:
+        try:
+            raw = raws[path] = path.read_bytes()
+            content = content_hash(raw)
+        except OSError:
+            content = "unreadable"
+        module, root, is_package = module_name(path)
+        digest.update(f"{_absolute(path)}\0{module}\0{root}\0{is_package}\0{content}\n".encode())
+    return raws, digest.hexdigest()
 
 
 def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str],

@@ -51,13 +51,19 @@ def lint_cached(config=None):
     return result, seen["cache"].hits, seen["cache"].misses
 
 
-def test_second_run_is_served_from_the_cache_with_the_same_findings(tree):
+def test_second_run_is_served_from_the_cache_with_the_same_findings(tree, tmp_path):
     first, hits, misses = lint_cached()
     assert (hits, misses) == (0, 3)
+    # Nothing changed: the whole result comes back without loading a single summary.
     second, hits, misses = lint_cached()
-    assert (hits, misses) == (3, 0)
+    assert (hits, misses) == (0, 0)
     assert second.findings == first.findings and len(first.findings) == 1
-    assert first.findings[0].chain  # step -> helper
+    assert second.findings[0].chain == first.findings[0].chain != ()  # step -> helper
+    # Without the result file, the per-file summaries answer.
+    for path in (tmp_path / "cache").glob("results-*.pickle"):
+        path.unlink()
+    third, hits, misses = lint_cached()
+    assert (hits, misses) == (3, 0) and third.findings == first.findings
 
 
 def test_a_changed_callee_makes_the_chain_disappear_and_reappear(tree):
@@ -65,9 +71,12 @@ def test_a_changed_callee_makes_the_chain_disappear_and_reappear(tree):
     (tree / "helpers.py").write_text(HELPER_CLEAN)
     result, hits, misses = lint_cached()
     assert result.findings == [] and (hits, misses) == (2, 1)
-    (tree / "helpers.py").write_text(HELPER_SYNCS)
+    (tree / "helpers.py").write_text(HELPER_SYNCS + "# changed back, and then some\n")
     result, hits, misses = lint_cached()
-    assert [f.path for f in result.findings] == ["helpers.py"] and misses == 1
+    assert [f.path for f in result.findings] == ["helpers.py"] and (hits, misses) == (2, 1)
+    (tree / "helpers.py").write_text(HELPER_SYNCS)  # exactly the first run's tree again
+    result, hits, misses = lint_cached()
+    assert [f.path for f in result.findings] == ["helpers.py"] and (hits, misses) == (0, 0)
 
 
 def test_a_changed_caller_in_another_file_is_seen_though_the_callee_is_cached(tree):
@@ -88,10 +97,14 @@ def test_roots_config_and_linter_source_are_part_of_the_key(tree, monkeypatch):
     assert (hits, misses) == (0, 3)
 
 
-def test_select_and_ignore_do_not_invalidate(tree):
+def test_select_and_ignore_do_not_invalidate_summaries(tree):
     lint_cached()
     result, hits, misses = lint_cached(Config(select=["RC1"]))
     assert (hits, misses) == (3, 0) and result.findings == []
+    result, hits, misses = lint_cached(Config(select=["RC0"]))
+    assert (hits, misses) == (3, 0) and [f.code for f in result.findings] == ["RC001"]
+    result, hits, misses = lint_cached(Config(select=["RC0"]))
+    assert (hits, misses) == (0, 0) and [f.code for f in result.findings] == ["RC001"]
 
 
 def test_entries_of_deleted_files_are_dropped(tree, tmp_path):
@@ -109,7 +122,7 @@ def test_entries_of_deleted_files_are_dropped(tree, tmp_path):
 
 def test_a_corrupt_cache_file_is_ignored(tree, tmp_path):
     lint_cached()
-    for path in (tmp_path / "cache").glob("summaries-*.pickle"):
+    for path in (tmp_path / "cache").glob("*.pickle"):
         path.write_bytes(b"not a pickle")
     result, hits, misses = lint_cached()
     assert (hits, misses) == (0, 3) and len(result.findings) == 1

@@ -180,3 +180,13 @@ def test_fix_on_arbitrary_python_is_parseable_and_idempotent(source):
     once = fix_all(source, "gen.py")
     libcst.parse_module(once)
     assert fix_all(once, "gen.py") == once
+
+
+def test_fix_after_runs_served_from_the_cache(run_cli, write):
+    root = write({"train.py": TRAIN})
+    target = root / "train.py"
+    for _ in range(2):  # the second run is answered from the result cache
+        assert run_cli("lint", str(target)).exit_code == 1
+    result = run_cli("lint", "--fix", str(target))
+    assert target.read_text() == FIXED and "Fixed 2 findings in 1 file." in result.stderr
+    assert run_cli("lint", "--fix", str(target)).exit_code == 0 and target.read_text() == FIXED
