@@ -26,13 +26,16 @@ def detective(*args, cwd=None):
 def runs(tmp_path_factory):
     pytest.importorskip("torch_xla")
     root = tmp_path_factory.mktemp("gate")
-    scripts = {"storm": "counter_slice_broken.py", "fixed": "counter_slice_fixed.py"}
+    storms = REPO / "examples" / "storms"
+    scripts = {"storm": storms / "counter_slice_broken.py", "fixed": storms / "counter_slice_fixed.py",
+               "crash": REPO / "tests" / "runtime" / "scripts" / "raises_at_step3.py"}
 
     def record(name):
         # Recorded with run-and-gate in one command, so that path is exercised too.
         out = root / name
-        proc = detective("run", "--quiet", "--out", str(out), "--gate-after-step", "3", "--",
-                         sys.executable, str(REPO / "examples" / "storms" / scripts[name]))
+        after = "1" if name == "crash" else "3"
+        proc = detective("run", "--quiet", "--out", str(out), "--gate-after-step", after, "--",
+                         sys.executable, str(scripts[name]))
         return out, proc
 
     with ThreadPoolExecutor(2) as pool:
@@ -106,6 +109,18 @@ def test_budget_file_in_pyproject(runs, tmp_path):
     assert detective("gate", str(runs["fixed"]), cwd=tmp_path).returncode == 0
     strict = detective("gate", str(runs["storm"]), "--max-new-programs", "0", cwd=tmp_path)
     assert strict.returncode == 1  # the command line wins over the file
+
+
+def test_crashed_run_is_gated_on_its_recorded_steps_and_keeps_its_exit_code(runs):
+    crash = RUN_AND_GATE["crash"]
+    # Steps 0-2 were recorded and stay quiet after step 1: the gate passes, so the
+    # script's own failure (exit 1) is what the command returns.
+    assert crash.returncode == 1, crash.stderr
+    assert "data loader exploded at step 3" in crash.stderr
+    assert "gate passed" in crash.stdout
+    assert "the run ended early (exit code 1) after step 2; gating the steps it recorded" in crash.stdout
+    again = detective("gate", str(runs["crash"]), "--after-step", "3")
+    assert again.returncode == 2 and "never reached step 3" in again.stdout
 
 
 def fake_run(steps, meta=None, executions=()):
