@@ -14,7 +14,9 @@ SETTINGS = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
-@SETTINGS
+# hypothesmith spends most of this test generating programs (a large one takes ~0.5 s to
+# build, a fraction of that to lint); 100 examples keep tests/lint within its time budget.
+@settings(SETTINGS, max_examples=100)
 @given(hypothesmith.from_node())
 def test_never_crashes_on_arbitrary_valid_python(source):
     findings = lint_sources({"gen.py": source})
