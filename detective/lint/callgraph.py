@@ -2,15 +2,15 @@
 
 Nodes are ``(path, qualname)`` scopes from every FileSummary. Roots are scopes traced
 on their own (compile decorators and targets, nn.Module.forward, step loops,
-configured roots); edges are resolved calls. The shortest path from any root gives
-the chain printed with a finding in a helper. Plain dicts and a breadth-first search
-stand in for a graph library: importing one costs more than the whole search.
+configured roots); edges are resolved calls, kept in one networkx DiGraph. The
+shortest path from any root gives the chain printed with a finding in a helper.
+networkx is imported only when a graph is built: a run answered whole from the cache
+never pays for it.
 """
 
 from __future__ import annotations
 
 import os
-from collections import deque
 from dataclasses import dataclass
 
 
@@ -172,23 +172,25 @@ class Project:
         return result
 
     # ------------------------------------------------------------------ graph
-    def graph(self) -> tuple[dict[Node, dict[Node, None]], dict[Node, str]]:
-        """Call edges (adjacency in insertion order) and traced roots with their reasons."""
+    def graph(self):
+        """The call graph (networkx DiGraph, insertion-ordered) and traced roots with reasons."""
         if self._graph is not None:
             return self._graph
-        edges: dict[Node, dict[Node, None]] = {}
+        import networkx as nx
+
+        edges = nx.DiGraph()
         roots: dict[Node, str] = {}
         for summary in self.files.values():
             path = summary.path
             memo: dict[tuple[str, str | None], Node | None] = {}  # a file calls the same names often
             for qualname, scope in summary.scopes.items():
                 node = (path, qualname)
-                out = edges.setdefault(node, {})
+                edges.add_node(node)
                 if scope.root_reason:
                     roots[node] = scope.root_reason
                 if scope.parent is not None:
                     # Nested defs and step loops run when their enclosing scope runs.
-                    edges.setdefault((path, scope.parent), {})[node] = None
+                    edges.add_edge((path, scope.parent), node)
                 for call in scope.calls:
                     key = (call.target, scope.class_name if call.target.startswith(("self.", "super.")) else None)
                     if key in memo:
@@ -196,7 +198,7 @@ class Project:
                     else:
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
-                        out[callee] = None
+                        edges.add_edge(node, callee)
             for scope_name, ref in summary.compile_targets:
                 class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
                 target = self.resolve(ref.target, summary, class_name)
@@ -214,36 +216,31 @@ class Project:
 
     def reach(self) -> Reach:
         """Shortest chain from some root to every traced scope (breadth-first, roots in order)."""
-        edges, roots = self.graph()
-        paths: dict[Node, list[Node]] = {}
-        queue: deque[Node] = deque()
-        for root in roots:
-            if root not in paths:
-                paths[root] = [root]
-                queue.append(root)
-        while queue:
-            node = queue.popleft()
-            for callee in edges.get(node, ()):
-                if callee not in paths:
-                    paths[callee] = paths[node] + [callee]
-                    queue.append(callee)
-        return Reach(roots, paths)
+        import networkx as nx
+
+        graph, roots = self.graph()
+        if not roots:
+            return Reach(roots, {})
+        source = ("", "<roots>")  # one virtual source before every root, in root order
+        graph.add_edges_from((source, root) for root in roots)
+        try:
+            paths = nx.single_source_shortest_path(graph, source)
+        finally:
+            graph.remove_node(source)
+        del paths[source]
+        return Reach(roots, {node: path[1:] for node, path in paths.items()})
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""
-        edges, _ = self.graph()
-        seen = set(starts)
-        queue = deque(starts)
-        while queue:
-            node = queue.popleft()
-            scope = self.files[node[0]].scopes.get(node[1])
-            if scope is not None and tag in scope.tags:
-                return True
-            for callee in edges.get(node, ()):
-                if callee not in seen:
-                    seen.add(callee)
-                    queue.append(callee)
-        return False
+        import networkx as nx
+
+        graph, _ = self.graph()
+        reached = set(starts)
+        for start in starts:
+            if start in graph:
+                reached |= nx.descendants(graph, start)
+        return any(tag in scope.tags for path, qualname in reached
+                   if (scope := self.files[path].scopes.get(qualname)) is not None)
 
     # ------------------------------------------------------------------ XLA code
     def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
@@ -259,24 +256,22 @@ class Project:
         """Files that import torch_xla, or are reached from one through imports or calls."""
         if self._xla is not None:
             return self._xla
-        edges, _ = self.graph()
-        deps: dict[str, set[str]] = {path: set() for path in self.files}
+        import networkx as nx
+
+        calls, _ = self.graph()
+        deps = nx.DiGraph()
+        deps.add_nodes_from(self.files)
         for summary in self.files.values():
             for dotted in summary.module_imports:
                 target = self.module_file(dotted, summary)
                 if target is not None and target.path != summary.path:
-                    deps[summary.path].add(target.path)
-        for (path, _q), callees in edges.items():
-            for callee_path, _c in callees:
-                if callee_path != path:
-                    deps[path].add(callee_path)
+                    deps.add_edge(summary.path, target.path)
+        for (path, _q), (callee_path, _c) in calls.edges:
+            if callee_path != path:
+                deps.add_edge(path, callee_path)
         found = {path for path, summary in self.files.items() if summary.imports_xla}
-        queue = deque(sorted(found))
-        while queue:
-            for dep in deps[queue.popleft()]:
-                if dep not in found:
-                    found.add(dep)
-                    queue.append(dep)
+        for path in list(found):
+            found |= nx.descendants(deps, path)
         self._xla = found
         return found
 
