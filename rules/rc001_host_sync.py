@@ -117,20 +117,22 @@ def step(x):
         func = node.func
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
-            self.report(node, f"`.{method}()` reads a tensor value on the host")
+            self.report(node, f"`.{method}()` reads a tensor value on the host", subject=f".{method}()")
             return
         if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):
-            self.report(node, "`.to('cpu')` copies a tensor to the host")
+            self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
             return
         dotted = context.resolve(func)
         if method in BOOL_READS and (
             (dotted and dotted.rsplit(".", 1)[0] == "torch") or context.is_tensor(func.value)
         ):
-            self.report(node, f"`{method}` returns a Python bool, reading tensor values on the host")
+            self.report(node, f"`{method}` returns a Python bool, reading tensor values on the host",
+                        subject=method)
             return
         if isinstance(func, cst.Name):
             if func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
-                self.report(node, f"`{func.value}()` of a tensor reads its value on the host")
+                self.report(node, f"`{func.value}()` of a tensor reads its value on the host",
+                            subject=f"{func.value}()")
             elif func.value == "print" and any(
                 context.is_tensor(a.value) for a in node.args if not isinstance(a.value, cst.FormattedString)
             ):

@@ -110,7 +110,8 @@ class Net(torch.nn.Module):
 
     def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
         if self.context.reads_tensor_value(test):
-            self.report(node, f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph")
+            self.report(node, f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph",
+                        subject=what)
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node.test, node.test, "if")

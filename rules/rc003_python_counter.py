@@ -157,7 +157,7 @@ class Block(torch.nn.Module):
                     target,
                     f"`self.{attr}` is a Python counter mutated in a traced method: each new value "
                     "is a new graph constant; keep it in a register_buffer and update it in place",
-                    scope=scope,
+                    scope=scope, subject=f"self.{attr}",
                 )
         self._pending = keep
 

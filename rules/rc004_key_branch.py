@@ -102,6 +102,7 @@ def train(model, loader):
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
+                subject=container,
             )
 
     def visit_If(self, node: cst.If) -> None:

@@ -121,19 +121,22 @@ class Net(torch.nn.Module):
         # For torch.f(x, ...), the tensor is the first positional argument.
         offset = 1 if is_torch else 0
         if name in ALWAYS_DYNAMIC and (is_torch or method in T.TENSOR_ONLY_METHODS):
-            self.report(node, f"`{name}` returns a tensor whose shape depends on the data")
+            self.report(node, f"`{name}` returns a tensor whose shape depends on the data", subject=name)
         elif name == "where" and is_torch and len(node.args) == 1:
-            self.report(node, "one-argument `torch.where(cond)` returns indices: data-dependent shape")
+            self.report(node, "one-argument `torch.where(cond)` returns indices: data-dependent shape",
+                        subject="torch.where(cond)")
         elif name in {"topk", "kthvalue"}:
             k = keywords.get("k", args[offset].value if len(args) > offset else None)
             if k is not None and _data_dependent(k, context):
-                self.report(node, f"`{name}` with k read from tensor values: every new k is a new program")
+                self.report(node, f"`{name}` with k read from tensor values: every new k is a new program",
+                            subject=name)
         elif name == "repeat_interleave":
             repeats = keywords.get("repeats", args[offset].value if len(args) > offset else None)
             if is_torch and len(args) == 1 and not keywords:
                 repeats = args[0].value  # torch.repeat_interleave(repeats)
             if repeats is not None and context.is_tensor(repeats):
-                self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data")
+                self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
+                            subject="repeat_interleave")
 
 
 def _data_dependent(node: cst.BaseExpression, context) -> bool:

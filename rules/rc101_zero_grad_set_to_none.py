@@ -166,4 +166,5 @@ def train(model, opt, cycles):
             f"{said} inside a gradient-accumulation loop: each cycle flips between grad-create "
             "and grad-accumulate graphs; use zero_grad(set_to_none=False)",
             scope=scope, replace=(call, fixed), fix_title="use zero_grad(set_to_none=False)",
+            subject="zero_grad()" if arg is None else "zero_grad(set_to_none=True)",
         )

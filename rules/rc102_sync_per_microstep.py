@@ -150,6 +150,6 @@ def train(model, opt, loader, accum):
             label = label.replace("torch_xla.core.xla_model.", "xm.")
             self.report(call, WHAT[event.kind].format(label) + " of a gradient-accumulation loop: "
                         "one program per micro-step (grad-create, grad-accumulate, step); "
-                        "sync once per accumulation cycle", scope=event.scope)
+                        "sync once per accumulation cycle", scope=event.scope, subject=label)
 
     leave_For = leave_While = leave_FunctionDef = leave_Module = _check

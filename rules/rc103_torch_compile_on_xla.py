@@ -108,14 +108,17 @@ def step(x):
             name = T.literal_string(backend.value)
             if name is None or name == "openxla":
                 return  # openxla, or a backend chosen at run time
-            said = f'`torch.compile(backend="{name}")`'
+            subject = f'torch.compile(backend="{name}")'
+            said = f"`{subject}`"
         else:
+            subject = "torch.compile"
             said = "`torch.compile` (default backend inductor)"
         self.report(node, f"{said} on XLA code stacks Dynamo on torch_xla's JIT: leave it off, "
-                    'or use backend="openxla"')
+                    'or use backend="openxla"', subject=subject)
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if isinstance(node.decorator, (cst.Name, cst.Attribute)) and \
                 self.context.resolve(node.decorator) in TORCH_COMPILE:
             self.report(node.decorator, "`@torch.compile` (default backend inductor) on XLA code stacks "
-                        "Dynamo on torch_xla's JIT: leave it off, or use backend=\"openxla\"")
+                        "Dynamo on torch_xla's JIT: leave it off, or use backend=\"openxla\"",
+                        subject="@torch.compile")

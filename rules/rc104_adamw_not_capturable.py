@@ -93,7 +93,8 @@ def build(model):
             fixed = P.append_argument(node, P.plain_keyword("capturable", "True"))
             self.report(node, f"`{name}` without `capturable=True` in XLA code: the step counter is "
                         "read on the host each step and the optimizer step recompiles",
-                        replace=(node, fixed), fix_title="add capturable=True")
+                        replace=(node, fixed), fix_title="add capturable=True", subject=name)
         elif P.is_literal(arg.value, "False"):
             self.report(node, f"`{name}(capturable=False)` in XLA code: the step counter is read on "
-                        "the host each step and the optimizer step recompiles; use capturable=True")
+                        "the host each step and the optimizer step recompiles; use capturable=True",
+                        subject=f"{name}(capturable=False)")

@@ -101,7 +101,7 @@ if __name__ == "__main__":
         self._module_xla = False  # a module-level torch_xla import has run
         self._early_calls: set[str] = set()  # module-level calls before that import
         self._xla_scopes: set[str] = set()  # functions that imported torch_xla themselves
-        self._pending: list[tuple[cst.CSTNode, str, str]] = []
+        self._pending: list[tuple[cst.CSTNode, str, str, str]] = []
 
     def _imported(self, dotted: str) -> None:
         if dotted == "torch_xla" or dotted.startswith("torch_xla."):
@@ -136,18 +136,18 @@ if __name__ == "__main__":
                        "the code states); set it before the first torch_xla import")
             if len(self.context.functions) == 1:
                 if self._module_xla:
-                    self.report(anchor, message)
+                    self.report(anchor, message, subject=key)
             elif scope in self._xla_scopes:
-                self.report(anchor, message)
+                self.report(anchor, message, subject=key)
             else:
-                self._pending.append((anchor, message, scope))
+                self._pending.append((anchor, message, scope, key))
 
     def leave_Module(self, node: cst.Module) -> None:
         if not self._module_xla:
             return
-        for anchor, message, scope in self._pending:
+        for anchor, message, scope, key in self._pending:
             if scope.split(".", 1)[0] not in self._early_calls:
-                self.report(anchor, message, scope=scope)
+                self.report(anchor, message, scope=scope, subject=key)
 
 
 def _dotted(node) -> str:

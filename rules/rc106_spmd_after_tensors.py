@@ -109,10 +109,10 @@ def main():
         if dotted in P.USE_SPMD:
             if created:
                 self.report(node, "`use_spmd()` after XLA tensors or models were created earlier in this "
-                            "scope: switch SPMD on before any XLA tensor exists")
+                            "scope: switch SPMD on before any XLA tensor exists", subject="use_spmd()")
             elif calls:
                 self.report(node, "`use_spmd()` after a call that creates XLA tensors: switch SPMD on "
-                            "before any XLA tensor exists", after_calls=tuple(calls))
+                            "before any XLA tensor exists", after_calls=tuple(calls), subject="use_spmd()")
             return
         if self._creates_xla(node, devices):
             if not created:

@@ -133,7 +133,8 @@ def train(model, loader):
                     if read_name == name and id(read) not in self._reported:
                         self._reported.add(id(read))
                         self.report(read, f"`{name}` is read on the host before it is reduced across "
-                                    "replicas: the value is this replica's local one; reduce first")
+                                    "replicas: the value is this replica's local one; reduce first",
+                                    subject=name)
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in HOST_READS and not node.args \
@@ -153,7 +154,7 @@ def train(model, loader):
                 self._reported.add(id(read))
                 self.report(read, f"`{name}` is read on the host in a distributed loop before any "
                             "all_reduce/mesh_reduce: it is this replica's local value; reduce first",
-                            scope="<module>")
+                            scope="<module>", subject=name)
 
 
 def _names_in(node: cst.Call) -> set[str]:

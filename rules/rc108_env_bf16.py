@@ -84,14 +84,14 @@ subprocess.run(["python", "train.py"], env={"PJRT_DEVICE": "TPU", "XLA_USE_BF16"
         for key, value, anchor in P.env_writes(node, self.context):
             # Dict literals (os.environ.update({...})) are reported by visit_Dict.
             if key == KEY and P.truthy_setting(value) and _not_from_dict(node, value):
-                self.report(anchor, self.MESSAGE)
+                self.report(anchor, self.MESSAGE, subject="XLA_USE_BF16=1")
 
     def visit_Dict(self, node: cst.Dict) -> None:
         for element in node.elements:
             if isinstance(element, cst.DictElement) and P.dict_items(cst.Dict([element])) == [
                 (KEY, element.value)
             ] and P.truthy_setting(element.value):
-                self.report(element, self.MESSAGE)
+                self.report(element, self.MESSAGE, subject="XLA_USE_BF16=1")
 
 
 def _not_from_dict(node, value) -> bool:

@@ -120,10 +120,10 @@ for step in range(10):
 
     def __init__(self, context):
         super().__init__(context)
-        self._self_slices: list[tuple[cst.CSTNode, str, str, object]] = []  # node, attr, scope, class
+        self._self_slices: list[tuple] = []  # node, attr, what, label, scope, class
         self._mutated: dict[int, set[str]] = {}  # id(class frame) -> attrs bumped outside __init__
         self._varying: dict[str, set[str]] = {}  # scope -> names bound from per-call values
-        self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int]]]] = []
+        self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str]]]] = []
         self._outer_loops: list[list] = []
 
     # ---------------------------------------------------------------- bookkeeping
@@ -137,8 +137,8 @@ for step in range(10):
         counters, pending = self._loops.pop()
         region = self.context.current_region()
         if region is not None and region.node is node and self.context.region_is_step(region):
-            for target, message, index in pending:
-                self.report(target, message, at_index=index)
+            for target, message, index, subject in pending:
+                self.report(target, message, at_index=index, subject=subject)
 
     leave_While = leave_For
 
@@ -156,7 +156,7 @@ for step in range(10):
         for target in node.targets:
             if isinstance(node.value, cst.BinaryOperation):
                 self._note_mutation(target.target)
-        why = self._why(node.value)
+        why, _ = self._why(node.value)
         if why:
             names = self._varying.setdefault(self.context.scope.qualname, set())
             for target in node.targets:
@@ -174,7 +174,7 @@ for step in range(10):
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if bound is not None and self._check(bound, node, "slice bound"):
+                    if bound is not None and self._check(bound, node, "slice bound", ""):
                         return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -190,13 +190,15 @@ for step in range(10):
         if size_kw is not None:
             sizes.append(size_kw.value)
         for size in sizes:
-            if self._check(size, node, f"`torch.{name}` size"):
+            if self._check(size, node, f"`torch.{name}` size", f"torch.{name}"):
                 return
 
-    def _check(self, expr, node, what: str) -> bool:
+    def _check(self, expr, node, what: str, label: str) -> bool:
+        """``label``: the callee named in ``what`` (the finding's subject), if any."""
         attr = _uses_self_attr(expr)
         if attr is not None and self.context.cls is not None:
-            self._self_slices.append((node, attr, what, self.context.scope.qualname, self.context.cls))
+            self._self_slices.append((node, attr, what, label, self.context.scope.qualname,
+                                      self.context.cls))
             return True
         counter = self._loop_counter(expr)
         if counter is not None:
@@ -205,12 +207,12 @@ for step in range(10):
             if region is not None and pending is not None:
                 pending.append((node, f"{what} uses the step-loop counter `{counter}`: every step is a "
                                 f"new shape and a new program; keep shapes static and mask instead",
-                                region.current))
+                                region.current, label or counter))
             return True
-        why = self._why(expr)
+        why, name = self._why(expr)
         if why:
             self.report(node, f"{what} computed from {why}, which changes from call to call: each new "
-                        "value is a new graph; pad to a fixed size or mask instead")
+                        "value is a new graph; pad to a fixed size or mask instead", subject=label or name)
             return True
         return False
 
@@ -223,37 +225,38 @@ for step in range(10):
                 return name
         return None
 
-    def _why(self, expr) -> str | None:
+    def _why(self, expr) -> tuple[str | None, str]:
+        """Why ``expr`` varies between calls, and the name quoted in that reason."""
         context = self.context
         frame = context.function
         varying = self._varying.get(context.scope.qualname, set())
         for sub in _walk(expr):
             if isinstance(sub, cst.Name) and sub.value in varying:
-                return f"`{sub.value}`"
+                return f"`{sub.value}`", sub.value
             if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Name) and sub.func.value == "len" \
                     and len(sub.args) == 1 and isinstance(sub.args[0].value, cst.Name):
                 arg = sub.args[0].value.value
                 # Only names that say they are Python sequences: len() of a tensor is its
                 # static first dimension, and an unannotated parameter may be either.
                 if arg in frame.data_names and arg.lower().endswith(SEQUENCE_SUFFIXES):
-                    return f"`len({arg})` of a Python sequence passed in"
+                    return f"`len({arg})` of a Python sequence passed in", f"len({arg})"
             if isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
-                return "a value read from a tensor on the host"
-        return None
+                return "a value read from a tensor on the host", ""
+        return None, ""
 
     def leave_ClassDef(self, node) -> None:
         cls = self.context.class_stack[-1]
         mutated = self._mutated.pop(id(cls), set())
         keep = []
         for item in self._self_slices:
-            target, attr, what, scope, owner = item
+            target, attr, what, label, scope, owner = item
             if owner is not cls:
                 keep.append(item)
                 continue
             if attr in mutated and attr not in cls.tensor_attrs:
                 self.report(target, f"{what} uses `self.{attr}`, a Python number that changes between "
                             "calls: each new value is a new graph; keep shapes static and mask instead",
-                            scope=scope)
+                            scope=scope, subject=label or f"self.{attr}")
         self._self_slices = keep
 
 

@@ -95,7 +95,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target, 0)))
 
     for item in candidates:
-        code, message, node, extras = item.payload
+        code, message, node, extras, subject = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -109,7 +109,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             if after_calls and not after:
                 continue  # it depended on calls, and none can lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
-                                            fix_title=title if fix else "", after_calls=after))
+                                            fix_title=title if fix else "", after_calls=after,
+                                            subject=subject))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

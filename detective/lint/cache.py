@@ -24,7 +24,7 @@ from detective import __version__
 from detective.lint.model import FileSummary
 
 CACHE_DIR = ".detective/cache"
-_FORMAT = 1
+_FORMAT = 2  # 2: Finding.chain holds ChainLink records, Finding/Candidate.subject
 
 
 def content_hash(raw: bytes) -> str:

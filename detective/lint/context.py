@@ -244,14 +244,15 @@ class Context(cst.CSTVisitor):
         return self.acc_stack[-1]
 
     def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
-               replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None) -> None:
+               replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
+               subject: str = "") -> None:
         """Record a candidate in the current scope (or ``scope``, which a step loop cannot claim).
 
         ``at_index`` reports from a rule's ``leave_For``/``leave_While`` as if from the
         loop body's top-level statement of that index, so the loop can still claim it.
         """
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
-        item = _Item("candidate", (code, message, node, extras), scope or self.scope.qualname, -1)
+        item = _Item("candidate", (code, message, node, extras, subject), scope or self.scope.qualname, -1)
         regions = self.function.regions
         if at_index is not None and scope is None and regions:
             item.index = at_index

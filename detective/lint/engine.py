@@ -9,7 +9,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +17,7 @@ from detective.lint.analyze import SourceError, analyze, decode
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
-from detective.lint.model import FileSummary, Finding
+from detective.lint.model import ChainLink, FileSummary, Finding
 from detective.lint.rule import expand_selectors, rules_by_code
 
 DEFAULT_EXCLUDES = frozenset(
@@ -27,7 +26,6 @@ DEFAULT_EXCLUDES = frozenset(
      ".detective", "__pypackages__", "_build", "buck-out"}
 )
 PARALLEL_THRESHOLD = 24  # below this a process pool costs more than it saves
-_LABEL = re.compile(r"`([^`]+)`")
 
 
 @dataclass
@@ -292,7 +290,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             if suppressed is None or candidate.code in suppressed:
                 continue
             rule = rules[candidate.code]
-            chain: tuple[str, ...] = ()
+            chain: tuple[ChainLink, ...] = ()
             message = candidate.message
             if rule.applies_to == "region":
                 reach = reach or project.reach()
@@ -301,9 +299,9 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     continue  # not in any traced region
                 chain = tuple(_describe(project, node) for node in path) if len(path) > 1 else ()
                 if chain:
-                    label = _LABEL.search(message)
-                    what = label.group(1) if label else rule.name
-                    message += f" (via {' → '.join(chain)} → {what} at {summary.path}:{candidate.line})"
+                    what = candidate.subject or rule.name
+                    message += (f" (via {' → '.join(map(str, chain))} → {what} "
+                                f"at {summary.path}:{candidate.line})")
                 region = reach.root_reason.get(path[0], "")
             elif rule.applies_to == "xla-code":
                 if summary.path not in project.xla_files():
@@ -315,14 +313,15 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                 continue
             findings.append(Finding(summary.path, candidate.line, candidate.column, candidate.code,
                                     rule.name, message, chain, region=region,
-                                    fix=candidate.fix, fix_title=candidate.fix_title))
+                                    fix=candidate.fix, fix_title=candidate.fix_title,
+                                    subject=candidate.subject))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
 
 
-def _describe(project: Project, node: tuple[str, str]) -> str:
+def _describe(project: Project, node: tuple[str, str]) -> ChainLink:
     scope = project.files[node[0]].scopes[node[1]]
-    return f"{scope.display} ({node[0]}:{scope.line})"
+    return ChainLink(node[0], scope.display, scope.line)
 
 
 def _per_file_ignores(path: str, config: Config) -> set[str]:

@@ -77,7 +77,7 @@ def sarif(findings, errors, root: Path | None = None) -> dict:
             "level": "warning",
             "message": {"text": f.message},
             "locations": [{"physicalLocation": location}],
-            "properties": {"name": f.name, "region": f.region, "chain": list(f.chain)},
+            "properties": {"name": f.name, "region": f.region, "chain": [str(link) for link in f.chain]},
         }
         if f.fix:
             result["fixes"] = [{

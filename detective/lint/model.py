@@ -26,6 +26,9 @@ class Candidate:
     # Call targets made before the match in the same scope; the rule's cross-file check
     # decides whether any of them matters (RC106: a helper that creates XLA tensors).
     after_calls: tuple[str, ...] = ()
+    # What the finding is about, as shown in its message (`.item()`, `batch`,
+    # `self.steps`): the end of a printed chain, and what the report joins on.
+    subject: str = ""
 
 
 @dataclass
@@ -111,6 +114,18 @@ class FileSummary:
 
 
 @dataclass(frozen=True)
+class ChainLink:
+    """One traced scope on the way from a region's root to a finding."""
+
+    path: str
+    function: str  # the scope as shown ("Model.forward", "train [step loop]")
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.path}:{self.line})"
+
+
+@dataclass(frozen=True)
 class Finding:
     path: str
     line: int
@@ -118,10 +133,11 @@ class Finding:
     code: str
     name: str
     message: str
-    chain: tuple[str, ...] = ()
+    chain: tuple[ChainLink, ...] = ()
     region: str = ""  # why the chain's root is traced ("nn.Module.forward", ...)
     fix: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
     fix_title: str = field(default="", compare=False)
+    subject: str = ""  # what the finding is about (see Candidate.subject)
 
     def to_json(self) -> dict:
         return {
@@ -131,6 +147,6 @@ class Finding:
             "code": self.code,
             "name": self.name,
             "message": self.message,
-            "chain": list(self.chain),
+            "chain": [str(link) for link in self.chain],
             "region": self.region,
         }

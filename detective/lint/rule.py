@@ -55,14 +55,17 @@ class Rule:
 
     def report(self, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
-               after_calls: tuple[str, ...] = (), at_index: int | None = None) -> None:
+               after_calls: tuple[str, ...] = (), at_index: int | None = None,
+               subject: str = "") -> None:
         """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
 
-        ``after_calls`` are call targets the rule's :meth:`cross_check` looks at across
-        files; ``at_index`` see :meth:`Context.report`.
+        ``subject`` is what the finding is about as the message shows it (``.item()``,
+        ``batch``, ``self.steps``): a printed chain ends with it and ``detective report``
+        matches it against the source line. ``after_calls`` are call targets the rule's
+        :meth:`cross_check` looks at across files; ``at_index`` see :meth:`Context.report`.
         """
         self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
-                            after_calls=after_calls, at_index=at_index)
+                            after_calls=after_calls, at_index=at_index, subject=subject)
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:

@@ -11,7 +11,6 @@ is a gap in the linter, and is reported as one.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from detective.report.sources import source_tree
@@ -21,7 +20,6 @@ AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN = (
     "in the same function, on a name this line uses", "in the same function", "on a call chain through it",
 )
 _ORDER = [AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN]
-_LABEL = re.compile(r"`([^`]+)`")
 DIRECT = (AT_LINE, ON_BRANCH, FEEDING, SAME_NAME)  # without one of these, the recompile is a gap in the linter
 
 
@@ -78,20 +76,18 @@ def relate(item, findings) -> list[tuple[object, str]]:
         places.setdefault((here, item.branch[0]), ON_BRANCH)
     for line, _ in item.feeds:
         places.setdefault((here, line), FEEDING)
-    chain_mark = f"({src.file}:" if span is None else None
     out = []
     for f in findings:
         where = (_real(f.path), f.line)
         relation = places.get(where)
         if relation is None and span and where[0] == here and span[0] <= f.line <= span[1]:
-            code = src.code() or ""
-            names = [n for n in _LABEL.findall(f.message) if len(n) > 2 and not n.startswith(".")]
-            relation = SAME_NAME if any(n in code for n in names) else IN_FUNCTION
-        if relation is None and span and any(
-            c.startswith(f"{span[2]} (") and _real(c[c.rfind("(") + 1:c.rfind(":")]) == here for c in f.chain
-        ):
-            relation = IN_CHAIN
-        if relation is None and chain_mark and any(chain_mark in c for c in f.chain):
+            subject = f.subject
+            named = len(subject) > 2 and not subject.startswith(".")
+            relation = SAME_NAME if named and subject in (src.code() or "") else IN_FUNCTION
+        # Through this function: a chain link defined inside its lines (the function
+        # itself, or a step loop in it); with no function known, anywhere in the file.
+        if relation is None and any(_real(link.path) == here and (span is None or span[0] <= link.line <= span[1])
+                                    for link in f.chain):
             relation = IN_CHAIN
         if relation is not None:
             out.append((f, relation))

@@ -8,6 +8,7 @@ import pytest
 
 from detective.lint.config import Config
 from detective.lint.engine import lint_sources
+from detective.lint.model import ChainLink
 
 
 def lint(files: dict[str, str], **kwargs):
@@ -97,7 +98,7 @@ def test_module_subclass_across_files_and_self_method_calls():
     }
     found = lint(files)
     assert where(found) == [("base.py", 6, "RC001"), ("model.py", 9, "RC001")]
-    chains = {f.path: f.chain for f in found}
+    chains = {f.path: tuple(map(str, f.chain)) for f in found}
     assert chains["base.py"] == ("Attention.forward (model.py:5)", "Block.helper (base.py:5)")
 
 
@@ -125,7 +126,8 @@ def test_package_reexports_and_relative_imports():
     }
     found = lint(files)
     assert where(found) == [("pkg/inner.py", 3, "RC001")]
-    assert [c.split(" (")[0] for c in found[0].chain] == ["step", "scaled", "read"]
+    assert [link.function for link in found[0].chain] == ["step", "scaled", "read"]
+    assert [link.path for link in found[0].chain] == ["train.py", "pkg/ops.py", "pkg/inner.py"]
 
 
 def test_step_loop_region_ends_at_the_last_sync():
@@ -184,7 +186,8 @@ def test_loop_without_sync_is_not_a_region_but_helpers_called_in_one_are():
     """
     found = lint({"t.py": src})
     assert where(found) == [("t.py", 5, "RC001")]
-    assert found[0].chain == ("train [step loop] (t.py:10)", "log (t.py:4)")
+    assert found[0].chain == (ChainLink("t.py", "train [step loop]", 10), ChainLink("t.py", "log", 4))
+    assert found[0].subject
 
 
 def test_nested_defs_and_super_calls():
