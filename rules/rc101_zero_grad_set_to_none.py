@@ -6,6 +6,7 @@ import libcst as cst
 
 from detective.lint import policy as P
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.rules._accumulation import Accumulation
 
 
 class ZeroGradSetToNone(Rule):
@@ -13,6 +14,7 @@ class ZeroGradSetToNone(Rule):
     name = "zero-grad-set-to-none"
     summary = "zero_grad() (set_to_none=True, the default) inside a gradient-accumulation loop in XLA code"
     applies_to = "xla-code"
+    facts = (Accumulation,)
     fixable = True
     doc = """
     ## What it does
@@ -130,7 +132,7 @@ def train(model, opt, cycles):
         self._done: set[int] = set()
 
     def _check(self, node) -> None:
-        frame = self.context.acc_frame
+        frame = self.context.facts[Accumulation].frame
         events = list(frame.events) if frame.is_flat_accumulation else []
         micro = frame.micro_children()
         if micro:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.rules._accumulation import Accumulation
 
 WHAT = {
     "sync": "`{}` syncs every micro-step",
@@ -16,6 +17,7 @@ class SyncPerMicrostep(Rule):
     name = "sync-per-microstep"
     summary = "torch_xla.sync()/mark_step()/torch_xla.compile per micro-step of an accumulation loop"
     applies_to = "xla-code"
+    facts = (Accumulation,)
     doc = """
     ## What it does
     Flags `torch_xla.sync()`, `xm.mark_step()`, `with torch_xla.step()`/`torch_xla.compile()`
@@ -137,7 +139,7 @@ def train(model, opt, loader, accum):
         self._done: set[int] = set()
 
     def _check(self, node) -> None:
-        frame = self.context.acc_frame
+        frame = self.context.facts[Accumulation].frame
         events = list(frame.events) if frame.is_flat_accumulation else []
         for child in frame.micro_children():
             events += child.events

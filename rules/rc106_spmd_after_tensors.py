@@ -120,7 +120,7 @@ def main():
             if TAG not in context.scope.tags:
                 context.scope.tags.append(TAG)
             return
-        target = context._call_target(node.func)
+        target = context.call_target(node.func)
         if target is not None and not target.startswith(("self.", "super.")):
             calls.append(target)
 

@@ -16,6 +16,7 @@ from detective.lint.context import Context
 from detective.lint.model import Candidate, CallRef, FileSummary
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
+from detective.lint.semantic import SemanticModel
 
 _SUPPRESS = re.compile(
     r"#\s*(?:noqa(?::\s*(?P<noqa>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
@@ -53,8 +54,9 @@ def analyze(source: str, path: str, module: str, root: str, is_package: bool = F
 
 def _summarise(context: Context, tree: cst.Module, source: str, path: str, module: str,
                root: str, is_package: bool) -> FileSummary:
-    candidates = [i for i in context.items if i.kind == "candidate"]
-    wanted = list(context.anchors.values()) + [i.payload[2] for i in candidates]
+    model, regions = context.model, context.regions
+    candidates = [i for i in regions.items if i.kind == "candidate"]
+    wanted = list(model.anchors.values()) + [i.payload[2] for i in candidates]
     replaced = [i.payload[3][0][0] for i in candidates if i.payload[3] and i.payload[3][0]]
     offsets, spans = resolve_offsets(tree, wanted, replaced)
     lines = LineIndex(source)
@@ -64,33 +66,33 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         return lines.position(offset) if offset is not None else (0, 0)
 
     summary = FileSummary(path=path, module=module, root=root, is_package=is_package,
-                          imports=dict(context.imports), imports_xla=context.imports_xla,
-                          module_imports=sorted(set(context.module_imports)))
-    for qualname, scope in context.scopes.items():
-        anchor = context.anchors.get(qualname)
+                          imports=dict(model.imports), imports_xla=model.imports_xla,
+                          module_imports=sorted(set(model.module_imports)))
+    for qualname, scope in model.scopes.items():
+        anchor = model.anchors.get(qualname)
         if anchor is not None:
             scope.line = where(anchor)[0]
         summary.scopes[qualname] = scope
-    for qualname, info in context.classes.items():
-        info.line = where(context.anchors[f"class:{qualname}"])[0]
-        info.bases = [b for b in (_resolve_local(context, b, "<module>") for b in info.bases) if b]
+    for qualname, info in model.classes.items():
+        info.line = where(model.anchors[f"class:{qualname}"])[0]
+        info.bases = [b for b in (_resolve_local(model, b, "<module>") for b in info.bases) if b]
         info.attr_types = {
             attr: resolved
             for attr, target in info.attr_types.items()
-            if (resolved := _resolve_local(context, target, "<module>"))
+            if (resolved := _resolve_local(model, target, "<module>"))
         }
         summary.classes[qualname] = info
 
     seen: set[tuple[str, str]] = set()
-    for item in context.items:
+    for item in regions.items:
         if item.kind != "call":
             continue
-        target = _resolve_local(context, item.payload[0], item.scope)
+        target = _resolve_local(model, item.payload[0], item.scope)
         if target and (item.scope, target) not in seen:
             seen.add((item.scope, target))
             summary.scopes[item.scope].calls.append(CallRef(target, 0))
-    for scope, ref, _node in context.compile_targets:
-        target = _resolve_local(context, ref.target, scope)
+    for scope, ref, _node in regions.compile_targets:
+        target = _resolve_local(model, ref.target, scope)
         if target:
             summary.compile_targets.append((scope, CallRef(target, 0)))
 
@@ -105,7 +107,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 new_text = code_at(tree, replace[1], indent)
                 if new_text != source[start:end]:
                     fix = ((start, end, new_text),)
-            after = tuple(t for t in (_resolve_local(context, c, item.scope) for c in after_calls) if t)
+            after = tuple(t for t in (_resolve_local(model, c, item.scope) for c in after_calls) if t)
             if after_calls and not after:
                 continue  # it depended on calls, and none can lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
@@ -116,18 +118,18 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     return summary
 
 
-def _resolve_local(context: Context, target: str, scope_qualname: str) -> str | None:
+def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> str | None:
     """``local:name.rest`` -> ``#qualname.rest`` when defined in this file, else None."""
     if not target.startswith("local:"):
         return target
     head, _, rest = target[len("local:"):].partition(".")
-    scope = context.scopes.get(scope_qualname)
+    scope = model.scopes.get(scope_qualname)
     while scope is not None:
         prefix = "" if scope.qualname == "<module>" else f"{scope.qualname}."
         candidate = f"{prefix}{head}"
-        if candidate in context.scopes or candidate in context.classes:
+        if candidate in model.scopes or candidate in model.classes:
             return f"#{candidate}.{rest}" if rest else f"#{candidate}"
-        scope = context.scopes.get(scope.parent) if scope.parent else None
+        scope = model.scopes.get(scope.parent) if scope.parent else None
     return None
 
 

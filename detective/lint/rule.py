@@ -5,6 +5,15 @@ one-line ``summary``, a Ruff-style ``doc`` (What it does / Why is this bad /
 Example / Use instead) and VALID/INVALID example programs that the test suite runs
 through the whole linter. Rules implement ``visit_<Node>``/``leave_<Node>``
 methods; all rules share one traversal driven by :class:`~detective.lint.context.Context`.
+
+What a rule reads from ``self.context`` (the semantic model at the walk's position):
+``resolve(expr)`` (dotted name, imports expanded), ``is_tensor``, ``is_bool_tensor``,
+``is_host_value``, ``reads_tensor_value``, ``scope`` (the Scope being walked),
+``function`` (its bindings: ``data_names``, ``tensor_names``...), ``functions``,
+``cls``/``class_stack`` (``tensor_attrs``, ``number_attrs``), ``current_region()`` and
+``region_is_step(region)``. Facts that several rules need from the same walk are a
+:class:`Facts` class named in the rules' ``facts`` and read as
+``self.context.facts[ThatClass]`` (see ``rules/_accumulation.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +49,18 @@ class Invalid:
 APPLIES_TO = ("region", "xla-code", "any")
 
 
+class Facts:
+    """Facts collected in the shared walk for the rules that name this class in ``facts``.
+
+    Subclasses implement ``visit_<Node>``/``leave_<Node>`` like rules; one instance per
+    file is shared by every rule that asks for it. On the way in, facts are updated
+    before the rules' visits; on the way out, after the rules' leaves.
+    """
+
+    def __init__(self, context):
+        self.context = context
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
@@ -47,6 +68,7 @@ class Rule:
     doc: ClassVar[str]
     applies_to: ClassVar[str] = "region"
     fixable: ClassVar[bool] = False  # offers a behaviour-keeping fix (`detective lint --fix`)
+    facts: ClassVar[tuple[type[Facts], ...]] = ()  # shared facts this rule reads
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

@@ -1,0 +1,327 @@
+"""The semantic model of one file: imports, scopes, classes and what each name is bound to.
+
+Updated as the walk goes (:mod:`detective.lint.context` calls it before the rules on
+the way in and after them on the way out), so at any node it answers for the program
+point the walk is at: ``resolve`` expands import aliases, the innermost
+:class:`FunctionFrame` says which names hold tensors, boolean masks, host values or
+input data right now (a rebinding clears what an earlier binding said), and the
+innermost :class:`ClassFrame` which ``self`` attributes are tensors (buffers,
+parameters) or Python numbers. What a value *is* is decided by
+:class:`~detective.lint.inference.TensorInference` over this state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from detective.lint import tensors as T
+from detective.lint.inference import TensorInference
+from detective.lint.model import ClassInfo, Scope
+
+COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
+XLA_COMPILE_CALLS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
+SYNCING_LOADERS = frozenset(
+    {
+        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+        "torch_xla.distributed.parallel_loader.ParallelLoader",
+    }
+)
+
+
+@dataclass
+class FunctionFrame:
+    """Bindings of one function (or the module) at the walk's current program point."""
+
+    scope: Scope
+    aliases: dict[str, str] = field(default_factory=dict)  # function-level imports
+    tensor_names: set[str] = field(default_factory=set)
+    bool_names: set[str] = field(default_factory=set)  # boolean tensors (masks)
+    host_names: set[str] = field(default_factory=set)  # Python numbers read from tensors
+    data_names: set[str] = field(default_factory=set)  # parameters and loop targets
+    loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
+    compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
+
+
+@dataclass
+class ClassFrame:
+    info: ClassInfo
+    depth: int = 0  # len(SemanticModel.functions) when entered: methods are one deeper
+    tensor_attrs: set[str] = field(default_factory=set)  # buffers, parameters, tensors
+    number_attrs: set[str] = field(default_factory=set)  # initialised to Python numbers
+
+
+class SemanticModel:
+    def __init__(self, module_name: str, is_package: bool, extra_roots=()):
+        self.module_name = module_name
+        self.is_package = is_package
+        self.extra_roots = frozenset(extra_roots)
+        self.imports: dict[str, str] = {}
+        self.scopes: dict[str, Scope] = {}
+        self.classes: dict[str, ClassInfo] = {}
+        self.anchors: dict[str, cst.CSTNode] = {}  # scope qualname -> node whose line we show
+        self.functions: list[FunctionFrame] = []
+        self.class_stack: list[ClassFrame] = []
+        self.imports_xla = False  # torch_xla imported so far (in walk order)
+        self.module_imports: list[str] = []
+        self.infer = TensorInference(self)
+        module_scope = Scope(qualname="<module>", display="<module>", line=1)
+        self.scopes["<module>"] = module_scope
+        self.functions.append(FunctionFrame(module_scope))
+
+    # ------------------------------------------------------------------ where we are
+    @property
+    def function(self) -> FunctionFrame:
+        return self.functions[-1]
+
+    @property
+    def scope(self) -> Scope:
+        return self.functions[-1].scope
+
+    @property
+    def cls(self) -> ClassFrame | None:
+        """The class whose method we are in (None in plain functions)."""
+        scope = self.functions[-1].scope
+        if self.class_stack and scope.class_name == self.class_stack[-1].info.qualname:
+            return self.class_stack[-1]
+        return None
+
+    def in_class_body(self) -> bool:
+        # Directly in a class body when the innermost class was entered after the
+        # innermost function.
+        return bool(self.class_stack) and self.class_stack[-1].depth == len(self.functions)
+
+    # ------------------------------------------------------------------ names
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Dotted name of a Name/Attribute chain with import aliases expanded."""
+        if isinstance(node, cst.Name):
+            for frame in reversed(self.functions):
+                if node.value in frame.aliases:
+                    return frame.aliases[node.value]
+            return self.imports.get(node.value, node.value)
+        if isinstance(node, cst.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr.value}" if base else None
+        return None
+
+    def is_import_alias(self, func: cst.BaseExpression) -> bool:
+        while isinstance(func, cst.Attribute):
+            func = func.value
+        if not isinstance(func, cst.Name):
+            return False
+        return func.value in self.imports or any(func.value in f.aliases for f in self.functions)
+
+    def call_target(self, func: cst.BaseExpression) -> str | None:
+        """What a call resolves to later, across files: ``self.m``, ``super.m``, a dotted
+        import, or ``local:name`` for something this file defines; None for torch/builtins."""
+        if isinstance(func, cst.Attribute):
+            value = func.value
+            if isinstance(value, cst.Name) and value.value == "self":
+                return f"self.{func.attr.value}"
+            if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) \
+                    and value.value.value == "self":
+                return f"self.{value.attr.value}.{func.attr.value}"
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "super":
+                return f"super.{func.attr.value}"
+        dotted = self.resolve(func)
+        if dotted is None or T.is_torch_name(dotted) or dotted in T.PY_BUILTINS_NOT_TENSOR:
+            return None
+        if isinstance(func, (cst.Name, cst.Attribute)) and self.is_import_alias(func):
+            return dotted
+        return f"local:{dotted}" if dotted.split(".", 1)[0] else None
+
+    def note_import(self, dotted: str) -> None:
+        self.module_imports.append(dotted)
+        if dotted == "torch_xla" or dotted.startswith("torch_xla."):
+            self.imports_xla = True
+
+    def visit_Import(self, node: cst.Import) -> None:
+        target = self.imports if len(self.functions) == 1 else self.function.aliases
+        for alias in node.names:
+            dotted = dotted_name(alias.name)
+            self.note_import(dotted)
+            if alias.asname is not None:
+                target[alias.asname.name.value] = dotted
+            else:
+                head = dotted.split(".", 1)[0]
+                target[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted_name(node.module) if node.module is not None else ""
+        if node.relative:
+            parts = self.module_name.split(".")
+            if not self.is_package:
+                parts = parts[:-1]
+            up = len(node.relative) - 1
+            parts = parts[: len(parts) - up] if up else parts
+            base = ".".join([*parts, base] if base else parts)
+        target = self.imports if len(self.functions) == 1 else self.function.aliases
+        if base:
+            self.note_import(base)
+        for alias in node.names:
+            name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
+            local = alias.asname.name.value if alias.asname is not None else name
+            target[local] = f"{base}.{name}" if base else name
+            self.note_import(target[local])
+
+    # ------------------------------------------------------------------ scopes
+    def qualify(self, name: str) -> str:
+        if self.in_class_body():
+            return f"{self.class_stack[-1].info.qualname}.{name}"
+        parent = self.scope.qualname
+        return name if parent == "<module>" else f"{parent}.{name}"
+
+    def add_scope(self, scope: Scope, anchor: cst.CSTNode) -> None:
+        # Redefinitions (if/else branches) get a suffix so both are kept.
+        base, n = scope.qualname, 1
+        while scope.qualname in self.scopes:
+            n += 1
+            scope.qualname = f"{base}#{n}"
+        self.scopes[scope.qualname] = scope
+        self.anchors[scope.qualname] = anchor
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        in_class = self.in_class_body()
+        qualname = self.qualify(name)
+        decorators = []
+        root_reason = None
+        for dec in node.decorators:
+            target = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+            dotted = self.resolve(target) or ""
+            decorators.append(dotted)
+            if dotted in COMPILE_CALLS:
+                root_reason = f"@{dotted}"
+            elif dotted in self.extra_roots or dotted.rsplit(".", 1)[-1] in self.extra_roots:
+                root_reason = f"@{dotted} (configured root)"
+        if root_reason is None and (name in self.extra_roots or qualname in self.extra_roots):
+            root_reason = "configured root"
+        scope = Scope(qualname=qualname, display=qualname, line=0,
+                      class_name=self.class_stack[-1].info.qualname if in_class else None,
+                      parent=self.scope.qualname, root_reason=root_reason, decorators=decorators)
+        self.add_scope(scope, node.name)
+        if in_class:
+            self.class_stack[-1].info.methods.append(name)
+        frame = FunctionFrame(scope)
+        params = node.params
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                frame.data_names.add(extra.name.value)
+        is_forward = in_class and name == "forward"
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            pname = param.name.value
+            if pname in {"self", "cls"}:
+                continue
+            frame.data_names.add(pname)
+            if self.infer.param_is_tensor(param, is_forward=is_forward):
+                frame.tensor_names.add(pname)
+        self.functions.append(frame)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        qualname = self.qualify(node.name.value)
+        bases = []
+        for arg in node.bases:
+            dotted = self.resolve(arg.value)
+            if dotted:
+                bases.append(dotted if self.is_import_alias(arg.value) else f"local:{dotted}")
+        info = ClassInfo(qualname=qualname, line=0, bases=bases, methods=[])
+        base, n = qualname, 1
+        while info.qualname in self.classes:
+            n += 1
+            info.qualname = f"{base}#{n}"
+        self.classes[info.qualname] = info
+        self.anchors[f"class:{info.qualname}"] = node.name
+        self.class_stack.append(ClassFrame(info, depth=len(self.functions)))
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    # ------------------------------------------------------------------ bindings
+    def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
+                    host=False, data=False) -> None:
+        frame = self.function
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self.bind_target(element.value, tensor=tensor, data=data)
+            return
+        if isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, tensor=tensor, data=data)
+            return
+        if not isinstance(target, cst.Name):
+            return
+        name = target.value
+        for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
+                            (host, frame.host_names), (data, frame.data_names)):
+            (names.add if flag else names.discard)(name)
+
+    def bind_value(self, targets, value: cst.BaseExpression) -> None:
+        infer = self.infer
+        tensor = infer.is_tensor(value)
+        boolean = tensor and infer.is_bool_tensor(value)
+        host = not tensor and infer.is_host_value(value)
+        for target in targets:
+            if isinstance(target, cst.Attribute):
+                self._bind_attribute(target, value, tensor)
+                continue
+            self.bind_target(target, tensor=tensor, boolean=boolean, host=host)
+            if isinstance(value, cst.Call) and isinstance(target, cst.Name):
+                called = self.resolve(value.func)
+                if called in SYNCING_LOADERS:
+                    self.function.loader_names.add(target.value)
+                if called in XLA_COMPILE_CALLS and value.args:
+                    self.function.compiled_names.add(target.value)
+
+    def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool) -> None:
+        cls = self.cls
+        if cls is None or not (isinstance(target.value, cst.Name) and target.value.value == "self"):
+            return
+        attr = target.attr.value
+        if tensor or (isinstance(value, cst.Call) and (self.resolve(value.func) or "").endswith("Parameter")):
+            cls.tensor_attrs.add(attr)
+        elif T.is_number_literal(value) or (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+            and value.func.value in {"int", "float"}
+        ):
+            cls.number_attrs.add(attr)
+        if isinstance(value, cst.Call):
+            dotted = self.resolve(value.func)
+            if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
+                local = not self.is_import_alias(value.func)
+                cls.info.attr_types[attr] = f"local:{dotted}" if local else dotted
+
+    def visit_For(self, node: cst.For) -> None:
+        self.bind_target(node.target, data=True)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in {"register_buffer", "register_parameter"} \
+                and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args:
+            name = T.literal_string(node.args[0].value)
+            cls = self.cls
+            if name and cls is not None:
+                cls.tensor_attrs.add(name)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.bind_value([t.target for t in node.targets], node.value)
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind_value([node.target], node.value)
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and self.infer.is_tensor(node.value):
+            self.function.tensor_names.add(node.target.value)
+
+
+def dotted_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted_name(node.value)}.{node.attr.value}"
+    return ""
