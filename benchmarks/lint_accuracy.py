@@ -1,0 +1,527 @@
+"""Linter precision and recall on hand-labelled sites in public model code.
+
+The labelled set (``benchmarks/lint_accuracy/manifest.csv``) names sites by repository,
+commit, path and line, with a hash of the line and no source text. This script checks out
+each (repository, commit) from fetched snapshots (``--mirrors DIR``, holding
+``DIR/<owner>+<name>/repo`` git directories), verifies the line hashes, lints
+
+  (a) the labelled files of each repository on their own, and
+  (b) each whole repository,
+
+with ``detective lint --format json`` (the CLI of whichever interpreter ``--python`` names,
+so another worktree's linter can be measured), and prints precision and recall per rule
+for both settings. A finding counts for a site when its code is one of the site's codes
+and its line falls in the site's statement (the header of an ``if``/``while``/``for``, or
+the whole simple statement), so a multi-line condition reported on any of its lines
+matches.
+
+``benchmarks/lint_accuracy/sample.csv`` holds findings drawn at random from
+whole-repository runs and judged by reading the code; its precision is printed too.
+``--draw-sample N`` draws a fresh sample (fixed ``--seed``) from this run's
+whole-repository findings into a CSV to be judged.
+
+Exit status: 0 scored, 1 some snapshot missing, drifted or a lint run failed (the rest is
+still scored), 2 nothing could be scored or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
+DEFAULT_SAMPLE = HERE / "lint_accuracy" / "sample.csv"
+SETTINGS = ("files", "repo")
+SETTING_TITLES = {"files": "labelled files alone", "repo": "whole repositories"}
+
+
+@dataclass(frozen=True)
+class Site:
+    repo: str
+    commit: str
+    path: str
+    line: int
+    codes: tuple[str, ...]
+    verdict: str  # "trigger" | "silent"
+    line_sha256: str
+    note: str
+
+    @property
+    def rule(self) -> str:
+        return self.codes[0]
+
+    def where(self) -> str:
+        return f"{self.repo}:{self.path}:{self.line}"
+
+
+@dataclass
+class Snapshot:
+    repo: str
+    commit: str
+    root: Path | None = None  # checked-out .py tree
+    problem: str | None = None
+    spans: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+
+
+def line_hash(text: str) -> str:
+    return hashlib.sha256(text.strip().encode()).hexdigest()
+
+
+def read_manifest(path: Path) -> list[Site]:
+    sites = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            sites.append(
+                Site(
+                    repo=row["repo"],
+                    commit=row["commit"],
+                    path=row["path"],
+                    line=int(row["line"]),
+                    codes=tuple(row["rule"].split("|")),
+                    verdict=row["verdict"],
+                    line_sha256=row["line_sha256"],
+                    note=row["note"],
+                )
+            )
+    return sites
+
+
+# --- snapshots ---------------------------------------------------------------------------
+
+
+def git_dir(mirrors: Path, repo: str) -> Path:
+    return mirrors / repo.replace("/", "+") / "repo"
+
+
+def checkout_python_files(gdir: Path, commit: str, dest: Path) -> None:
+    """Write every ``.py`` blob of ``commit`` under ``dest`` (snapshots may lack large blobs)."""
+    listing = subprocess.run(
+        ["git", f"--git-dir={gdir}", "ls-tree", "-r", "-z", commit],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    entries = []
+    for item in listing:
+        if not item:
+            continue
+        meta, _, name = item.partition(b"\t")
+        mode, kind, sha = meta.split()
+        if kind == b"blob" and name.endswith(b".py") and mode != b"120000":
+            entries.append((sha.decode(), name.decode("utf-8", "surrogateescape")))
+    batch = subprocess.Popen(
+        ["git", f"--git-dir={gdir}", "cat-file", "--batch"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert batch.stdin and batch.stdout
+    batch.stdin.write("".join(f"{sha}\n" for sha, _ in entries).encode())
+    batch.stdin.close()
+    for sha, name in entries:
+        header = batch.stdout.readline().split()
+        if len(header) < 3 or header[1] == b"missing":
+            continue
+        data = batch.stdout.read(int(header[2]))
+        batch.stdout.read(1)
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    batch.wait()
+
+
+def prepare(mirrors: Path, repo: str, commit: str, workdir: Path) -> Snapshot:
+    snap = Snapshot(repo, commit)
+    gdir = git_dir(mirrors, repo)
+    if not gdir.is_dir():
+        snap.problem = f"snapshot missing: {repo} (no git directory at {gdir}; fetch github:{repo})"
+        return snap
+    has = subprocess.run(
+        ["git", f"--git-dir={gdir}", "cat-file", "-e", f"{commit}^{{commit}}"],
+        capture_output=True,
+    )
+    if has.returncode != 0:
+        snap.problem = f"snapshot missing: {repo}@{commit[:12]} is not in {gdir} (fetch a snapshot holding it)"
+        return snap
+    dest = workdir / repo.replace("/", "+")
+    checkout_python_files(gdir, commit, dest)
+    snap.root = dest
+    return snap
+
+
+def statement_span(tree: ast.Module, line: int) -> tuple[int, int]:
+    """Lines of the innermost statement holding ``line``; for a compound one, its header."""
+    best = (line, line)
+    best_size = None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        start, end = node.lineno, node.end_lineno or node.lineno
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            end = max(start, body[0].lineno - 1)
+            decorators = getattr(node, "decorator_list", [])
+            if decorators:
+                start = min(d.lineno for d in decorators)
+        if start <= line <= end and (best_size is None or end - start < best_size):
+            best, best_size = (start, end), end - start
+    return best
+
+
+def verify_sites(snap: Snapshot, sites: list[Site]) -> list[str]:
+    """Check each site's line hash; record statement spans. Returns problems, one per site."""
+    problems = []
+    trees: dict[str, ast.Module | None] = {}
+    for site in sites:
+        source_path = snap.root / site.path  # type: ignore[operator]
+        if not source_path.is_file():
+            problems.append(f"drift: {site.where()} file not in the snapshot")
+            continue
+        text = source_path.read_text(encoding="utf-8", errors="surrogateescape")
+        lines = text.splitlines()
+        if site.line > len(lines) or line_hash(lines[site.line - 1]) != site.line_sha256:
+            problems.append(f"drift: {site.where()} line hash differs from the manifest")
+            continue
+        if site.path not in trees:
+            try:
+                trees[site.path] = ast.parse(text)
+            except SyntaxError:
+                trees[site.path] = None
+        tree = trees[site.path]
+        span = statement_span(tree, site.line) if tree else (site.line, site.line)
+        snap.spans[(site.path, site.line)] = span
+    return problems
+
+
+# --- running the linter ------------------------------------------------------------------
+
+
+def detective_command(python: str) -> list[str]:
+    script = Path(python).parent / "detective"
+    if script.exists():
+        return [str(script)]
+    return [python, "-m", "detective"]
+
+
+def linter_identity(python: str) -> dict:
+    probe = subprocess.run(
+        [python, "-c", "import detective, os; print(os.path.dirname(os.path.abspath(detective.__file__)))"],
+        capture_output=True,
+        text=True,
+    )
+    ident = {"python": python, "package": probe.stdout.strip() or None}
+    if ident["package"]:
+        pkg = ident["package"]
+        head = subprocess.run(["git", "-C", pkg, "rev-parse", "HEAD"], capture_output=True, text=True)
+        branch = subprocess.run(["git", "-C", pkg, "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(["git", "-C", pkg, "status", "--porcelain", "--", "."], capture_output=True, text=True)
+        ident["commit"] = head.stdout.strip() or None
+        ident["branch"] = branch.stdout.strip() or None
+        ident["dirty"] = bool(dirty.stdout.strip())
+    return ident
+
+
+def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout: float) -> tuple[list[dict], str | None, float]:
+    """Findings as (path relative to root, line, code) records, or an error line."""
+    argv = cmd + ["lint", "--format", "json", "--no-cache", "--exit-zero", "-j", str(jobs), *targets]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [], f"timed out after {timeout:.0f}s", time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    try:
+        raw = json.loads(proc.stdout) if proc.stdout.strip() else []
+    except json.JSONDecodeError:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return [], f"exit {proc.returncode}, unreadable output: {tail[0][:200]}", elapsed
+    if proc.returncode not in (0, 1) and not raw:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        return [], f"exit {proc.returncode}: {tail[0][:200]}", elapsed
+    findings = []
+    for item in raw:
+        rel = os.path.normpath(item["path"])
+        if os.path.isabs(rel):
+            rel = os.path.relpath(rel, root)
+        findings.append({"path": rel, "line": int(item["line"]), "code": item["code"]})
+    return findings, None, elapsed
+
+
+# --- scoring -----------------------------------------------------------------------------
+
+
+def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: dict[str, list[dict]]) -> dict:
+    """Each finding goes to the labelled site(s) of its code nearest to it in its statement.
+
+    Nearest, so that in a multi-line statement holding two sites (``"loss": loss.item()``
+    two lines above ``"n": x.numel()``) a finding on one line does not also count for
+    the other.
+    """
+    spans = {(s.repo, s.path, s.line): snaps[(s.repo, s.commit)].spans.get((s.path, s.line)) for s in sites}
+    by_file: dict[tuple[str, str], list[Site]] = defaultdict(list)
+    for s in sites:
+        if spans[(s.repo, s.path, s.line)] is not None:
+            by_file[(s.repo, s.path)].append(s)
+    hit: set[Site] = set()
+    near: dict[Site, set[str]] = defaultdict(set)
+    for repo, items in findings.items():
+        for f in items:
+            holding = [s for s in by_file.get((repo, f["path"]), [])
+                       if spans[(s.repo, s.path, s.line)][0] <= f["line"] <= spans[(s.repo, s.path, s.line)][1]]
+            same = [s for s in holding if f["code"] in s.codes]
+            if same:
+                best = min(abs(s.line - f["line"]) for s in same)
+                hit.update(s for s in same if abs(s.line - f["line"]) == best)
+            for s in holding:
+                if f["code"] not in s.codes:
+                    near[s].add(f["code"])
+    counts: dict[str, Counter] = defaultdict(Counter)
+    outcomes = []
+    for site in sites:
+        if spans[(site.repo, site.path, site.line)] is None or site.repo not in findings:
+            continue
+        flagged = site in hit
+        other = sorted(near[site])
+        if site.verdict == "trigger":
+            outcome = "tp" if flagged else "fn"
+        else:
+            outcome = "fp" if flagged else "tn"
+        for key in (site.rule, "all"):
+            counts[key][outcome] += 1
+        outcomes.append({"site": site, "outcome": outcome, "other_codes": other})
+    table = {}
+    for key, c in counts.items():
+        tp, fp, fn = c["tp"], c["fp"], c["fn"]
+        table[key] = {
+            **{k: c[k] for k in ("tp", "fp", "fn", "tn")},
+            "precision": tp / (tp + fp) if tp + fp else None,
+            "recall": tp / (tp + fn) if tp + fn else None,
+        }
+    return {"table": table, "outcomes": outcomes}
+
+
+def read_sample(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [row for row in csv.DictReader(f) if row.get("judgement")]
+
+
+def sample_precision(rows: list[dict]) -> dict:
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for row in rows:
+        for key in (row["code"], "all"):
+            counts[key][row["judgement"]] += 1
+    out = {}
+    for key, c in counts.items():
+        judged = c["right"] + c["wrong"]
+        out[key] = {
+            "right": c["right"],
+            "wrong": c["wrong"],
+            "unclear": c["unclear"],
+            "precision": c["right"] / judged if judged else None,
+        }
+    return out
+
+
+def check_sample_hashes(rows: list[dict], snaps: dict[tuple[str, str], Snapshot]) -> list[str]:
+    problems = []
+    for row in rows:
+        snap = snaps.get((row["repo"], row["commit"]))
+        if snap is None or snap.root is None:
+            continue
+        target = snap.root / row["path"]
+        lines = target.read_text(encoding="utf-8", errors="surrogateescape").splitlines() if target.is_file() else []
+        line = int(row["line"])
+        if line > len(lines) or line_hash(lines[line - 1]) != row["line_sha256"]:
+            problems.append(f"sample drift: {row['repo']}:{row['path']}:{line}")
+    return problems
+
+
+def draw_sample(
+    n: int, seed: int, findings: dict[str, list[dict]], snaps: dict[tuple[str, str], Snapshot], out: Path, linter: dict
+) -> int:
+    pool = []
+    for (repo, commit), snap in sorted(snaps.items()):
+        for f in sorted(findings.get(repo, []), key=lambda f: (f["path"], f["line"], f["code"])):
+            pool.append((repo, commit, snap, f))
+    rng = random.Random(seed)
+    chosen = rng.sample(pool, min(n, len(pool)))
+    with open(out, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["repo", "commit", "path", "line", "code", "line_sha256", "linter_commit", "seed", "judgement", "error_class", "note"])
+        for repo, commit, snap, f in chosen:
+            text = (snap.root / f["path"]).read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+            w.writerow([repo, commit, f["path"], f["line"], f["code"], line_hash(text[f["line"] - 1]),
+                        linter.get("commit") or "", seed, "", "", ""])
+    return len(chosen)
+
+
+# --- output ------------------------------------------------------------------------------
+
+
+def fmt(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.2f}"
+
+
+def print_table(title: str, table: dict) -> None:
+    print(f"\n{title}")
+    print(f"  {'rule':6} {'prec':>5} {'recall':>6} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
+    for key in sorted(k for k in table if k != "all") + ["all"]:
+        if key not in table:
+            continue
+        r = table[key]
+        print(f"  {key:6} {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}")
+
+
+def print_outcomes(setting: str, outcomes: list[dict]) -> None:
+    for kind, title in (("fn", "missed triggers"), ("fp", "false positives")):
+        rows = [o for o in outcomes if o["outcome"] == kind]
+        if not rows:
+            continue
+        print(f"\n{title} ({SETTING_TITLES[setting]}): {len(rows)}")
+        for o in sorted(rows, key=lambda o: (o["site"].rule, o["site"].where())):
+            s = o["site"]
+            extra = f" [flagged as {','.join(o['other_codes'])}]" if o["other_codes"] else ""
+            print(f"  {'|'.join(s.codes):11} {s.where()}  {s.note}{extra}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="directory of fetched snapshots (<owner>+<name>/repo)")
+    ap.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
+    ap.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="judged random sample of findings")
+    ap.add_argument("--python", default=sys.executable, help="interpreter whose detective is measured")
+    ap.add_argument("--settings", default="files,repo", help="files, repo or both (comma-separated)")
+    ap.add_argument("--repos", default="", help="only these owner/name (comma-separated)")
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per lint run")
+    ap.add_argument("--list", action="store_true", help="print every miss and false positive")
+    ap.add_argument("--json", type=Path, help="also write the full results as JSON here")
+    ap.add_argument("--draw-sample", type=int, metavar="N", help="write N whole-repository findings drawn at random to --sample-out")
+    ap.add_argument("--seed", type=int, default=9)
+    ap.add_argument("--sample-out", type=Path, help="where --draw-sample writes (default: a new file beside --sample)")
+    ap.add_argument("--keep", type=Path, help="check out into this directory and keep it")
+    args = ap.parse_args(argv)
+
+    settings = [s for s in args.settings.split(",") if s]
+    if not settings or any(s not in SETTINGS for s in settings):
+        print(f"error: --settings takes {', '.join(SETTINGS)}", file=sys.stderr)
+        return 2
+    if not args.manifest.is_file():
+        print(f"error: manifest not found: {args.manifest}", file=sys.stderr)
+        return 2
+    if args.draw_sample and "repo" not in settings:
+        print("error: --draw-sample needs the repo setting", file=sys.stderr)
+        return 2
+    sites = read_manifest(args.manifest)
+    if args.repos:
+        wanted = set(args.repos.split(","))
+        sites = [s for s in sites if s.repo in wanted]
+    sample_rows = read_sample(args.sample)
+    if args.repos:
+        sample_rows = [r for r in sample_rows if r["repo"] in wanted]
+
+    linter = linter_identity(args.python)
+    cmd = detective_command(args.python)
+    print(f"linter: {linter.get('package')} commit {linter.get('commit')} ({linter.get('branch')}"
+          f"{', uncommitted changes' if linter.get('dirty') else ''})")
+
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="lint_accuracy_"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    problems: list[str] = []
+    snaps: dict[tuple[str, str], Snapshot] = {}
+    results: dict = {"linter": linter, "settings": {}, "problems": problems, "timings_s": {}}
+    try:
+        pairs = sorted({(s.repo, s.commit) for s in sites} | {(r["repo"], r["commit"]) for r in sample_rows})
+        for repo, commit in pairs:
+            snap = prepare(args.mirrors, repo, commit, workdir)
+            snaps[(repo, commit)] = snap
+            if snap.problem:
+                print(snap.problem, file=sys.stderr)
+                problems.append(snap.problem)
+                continue
+            problems.extend(verify_sites(snap, [s for s in sites if (s.repo, s.commit) == (repo, commit)]))
+        for p in problems:
+            if p.startswith("drift"):
+                print(p, file=sys.stderr)
+        problems.extend(check_sample_hashes(sample_rows, snaps))
+        usable = [s for s in sites if (s.path, s.line) in snaps[(s.repo, s.commit)].spans]
+        if not usable:
+            print("error: no labelled site could be checked out and verified", file=sys.stderr)
+            return 2
+        print(f"sites: {len(usable)} of {len(sites)} verified "
+              f"({sum(s.verdict == 'trigger' for s in usable)} trigger, {sum(s.verdict == 'silent' for s in usable)} silent) "
+              f"in {len({(s.repo, s.path) for s in usable})} files from {len({s.repo for s in usable})} repositories")
+
+        all_findings: dict[str, dict[str, list[dict]]] = {}
+        for setting in settings:
+            findings: dict[str, list[dict]] = {}
+            for (repo, commit), snap in sorted(snaps.items()):
+                if snap.root is None:
+                    continue
+                files = sorted({s.path for s in usable if s.repo == repo})
+                if setting == "files" and not files:
+                    continue
+                targets = files if setting == "files" else ["."]
+                items, error, elapsed = run_lint(cmd, snap.root, targets, args.jobs, args.timeout)
+                results["timings_s"][f"{setting}:{repo}"] = round(elapsed, 2)
+                if error:
+                    msg = f"lint failed ({SETTING_TITLES[setting]}) on {repo}: {error}"
+                    print(msg, file=sys.stderr)
+                    problems.append(msg)
+                    continue
+                findings[repo] = items
+            all_findings[setting] = findings
+            scored = score(usable, snaps, findings)
+            results["settings"][setting] = {
+                "table": scored["table"],
+                "findings": sum(len(v) for v in findings.values()),
+                "misses": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fn"],
+                "false_positives": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fp"],
+            }
+            print_table(f"{SETTING_TITLES[setting]}: precision and recall on labelled sites "
+                        f"({results['settings'][setting]['findings']} findings in all)", scored["table"])
+            if args.list:
+                print_outcomes(setting, scored["outcomes"])
+
+        if sample_rows:
+            sp = sample_precision(sample_rows)
+            results["sample"] = sp
+            commits = sorted({r.get("linter_commit", "")[:12] for r in sample_rows})
+            print(f"\nrandom sample of whole-repository findings, judged by reading "
+                  f"({len(sample_rows)} findings, linter {', '.join(c or '?' for c in commits)})")
+            print(f"  {'rule':6} {'prec':>5} {'right':>5} {'wrong':>5} {'unclr':>5}")
+            for key in sorted(k for k in sp if k != "all") + ["all"]:
+                r = sp[key]
+                print(f"  {key:6} {fmt(r['precision']):>5} {r['right']:5} {r['wrong']:5} {r['unclear']:5}")
+
+        if args.draw_sample:
+            out = args.sample_out or args.sample.with_name("sample_draw.csv")
+            n = draw_sample(args.draw_sample, args.seed, all_findings["repo"], snaps, out, linter)
+            print(f"\ndrew {n} findings at random (seed {args.seed}) into {out}: judge each by reading the code")
+
+        if problems:
+            print(f"\n{len(problems)} problem(s): " + "; ".join(problems[:5]) + (" ..." if len(problems) > 5 else ""))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return 1 if problems else 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
