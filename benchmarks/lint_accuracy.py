@@ -220,6 +220,7 @@ def linter_identity(python: str) -> dict:
         [python, "-c", "import detective, os; print(os.path.dirname(os.path.abspath(detective.__file__)))"],
         capture_output=True,
         text=True,
+        cwd="/",  # not the caller's directory, whose own detective/ would shadow the one measured
     )
     ident = {"python": python, "package": probe.stdout.strip() or None}
     if ident["package"]:
