@@ -114,6 +114,8 @@ def step(x):
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
+        if context.after_sync():
+            return  # right after the step's sync the value is already materialised
         func = node.func
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
@@ -139,7 +141,7 @@ def step(x):
                 self.report(node, "printing a tensor reads its value on the host")
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
-        if self.context.is_tensor(node.expression):
+        if self.context.is_tensor(node.expression) and not self.context.after_sync():
             self.report(node, "formatting a tensor in an f-string reads its value on the host")
 
 

@@ -109,7 +109,7 @@ class Net(torch.nn.Module):
     ]
 
     def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
-        if self.context.reads_tensor_value(test):
+        if self.context.reads_tensor_value(test) and not self.context.after_sync():
             self.report(node, f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph",
                         subject=what)
 

@@ -119,6 +119,16 @@ class Block(torch.nn.Module):
         super().__init__(context)
         self._pending: list[tuple[cst.CSTNode, str, bool, str, object]] = []
 
+    @classmethod
+    def cross_check(cls, candidate, summary, project) -> bool:
+        """Not a counter when a base class (in the project, torch or an installed package)
+        registers the attribute as a buffer or parameter (``num_batches_tracked``)."""
+        scope = summary.scopes.get(candidate.scope)
+        if scope is None or scope.class_name not in summary.classes:
+            return True
+        attr = candidate.subject.removeprefix("self.")
+        return attr not in project.tensor_attrs((summary.path, scope.class_name))
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         attr = _self_attr(node.target)
         if attr is not None:

@@ -8,6 +8,7 @@ only has to follow imports.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 
 import libcst as cst
@@ -23,6 +24,9 @@ _SUPPRESS = re.compile(
     r"|detective:\s*ignore(?:\[(?P<ignore>[^\]]*)\])?)",
     re.IGNORECASE,
 )
+
+
+_BUILTINS = frozenset(dir(builtins))  # object, Exception, dict...: resolved, never a module
 
 
 class SourceError(Exception):
@@ -75,7 +79,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         summary.scopes[qualname] = scope
     for qualname, info in model.classes.items():
         info.line = where(model.anchors[f"class:{qualname}"])[0]
-        info.bases = [b for b in (_resolve_local(model, b, "<module>") for b in info.bases) if b]
+        info.bases = [_resolve_base(model, b) for b in info.bases if b.removeprefix("local:") not in _BUILTINS]
         info.attr_types = {
             attr: resolved
             for attr, target in info.attr_types.items()
@@ -91,10 +95,14 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         if target and (item.scope, target) not in seen:
             seen.add((item.scope, target))
             summary.scopes[item.scope].calls.append(CallRef(target, 0))
-    for scope, ref, _node in regions.compile_targets:
+    for scope, target in regions.step_closures:
+        resolved = _resolve_local(model, target, scope)
+        if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:
+            summary.scopes[resolved[1:]].tags.append("step-closure")  # runs after the step
+    for scope, ref, _node, reason in regions.compile_targets:
         target = _resolve_local(model, ref.target, scope)
         if target:
-            summary.compile_targets.append((scope, CallRef(target, 0)))
+            summary.compile_targets.append((scope, CallRef(target, 0), reason))
 
     for item in candidates:
         code, message, node, extras, subject = item.payload
@@ -131,6 +139,12 @@ def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> st
             return f"#{candidate}.{rest}" if rest else f"#{candidate}"
         scope = model.scopes.get(scope.parent) if scope.parent else None
     return None
+
+
+def _resolve_base(model: SemanticModel, base: str) -> str:
+    """A base class as the cross-file pass reads it; ``?name`` when nothing here names it
+    (a star import, a name from nowhere): an unknown base, not no base."""
+    return _resolve_local(model, base, "<module>") or f"?{base.removeprefix('local:')}"
 
 
 def _syntax_error(source: str, exc: cst.ParserSyntaxError) -> str:

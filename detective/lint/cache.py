@@ -24,7 +24,7 @@ from detective import __version__
 from detective.lint.model import FileSummary
 
 CACHE_DIR = ".detective/cache"
-_FORMAT = 2  # 2: Finding.chain holds ChainLink records, Finding/Candidate.subject
+_FORMAT = 3  # 2: Finding.chain as ChainLink records, subject fields; 3: ClassInfo.tensor_attrs, reasons
 
 
 def content_hash(raw: bytes) -> str:
@@ -53,6 +53,7 @@ class SummaryCache:
         ).hexdigest()
         self.file = directory / f"summaries-{key}.pickle"
         self.results_file = directory / f"results-{key}.pickle"
+        self.environment_file = directory / "environment.pickle"  # installed modules, by content
         self._entries: dict[str, tuple[str, FileSummary]] | None = None
         self._dirty = False
         self.hits = 0
@@ -107,6 +108,29 @@ class SummaryCache:
         except OSError:
             pass  # a read-only tree still lints, just without a cache
         self._dirty = False
+
+    # ------------------------------------------------------------------ installed modules
+    # Parsed installed modules (detective.lint.environment), keyed by path and checked by
+    # content hash; independent of the linter build except for the format.
+    def environment(self) -> dict:
+        try:
+            with open(self.environment_file, "rb") as handle:
+                data = pickle.load(handle)
+            if isinstance(data, tuple) and data[0] == _FORMAT and isinstance(data[1], dict):
+                return data[1]
+        except Exception:  # noqa: BLE001 - any unreadable file is just a miss
+            pass
+        return {}
+
+    def save_environment(self, store: dict) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump((_FORMAT, store), handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.environment_file)
+        except OSError:
+            pass
 
     # ------------------------------------------------------------------ whole results
     # When no file, no setting and no linter source changed, the findings of the last

@@ -18,12 +18,14 @@ from detective.lint.model import FileSummary
 
 Node = tuple[str, str]  # (path, qualname)
 
-# External classes that are nn.Module subclasses.
+# External classes known to be nn.Module subclasses without reading them.
 MODULE_BASES = (
     "torch.nn.", "lightning.", "pytorch_lightning.", "transformers.PreTrainedModel",
     "transformers.modeling_utils.PreTrainedModel",
 )
+FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
 TRACED_METHODS = ("forward", "__call__")
+FUNCTION_METHODS = ("forward", "backward")
 _MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
 
 
@@ -34,12 +36,17 @@ class Reach:
 
 
 class Project:
-    def __init__(self, summaries: list[FileSummary]):
+    def __init__(self, summaries: list[FileSummary], environment=None, guess_modules: bool = True):
+        """``environment``: a :class:`~detective.lint.environment.Environment` for bases that
+        are not in the project; ``guess_modules``: a class whose bases cannot be resolved
+        at all and that defines ``forward`` is taken for an nn.Module."""
         self.files = {s.path: s for s in summaries}
+        self.environment = environment
+        self.guess_modules = guess_modules
         self.by_module: dict[str, list[FileSummary]] = {}
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
-        self._module_class: dict[Node, bool] = {}
+        self._class_kind: dict[Node, str | None] = {}
         self._graph: tuple[dict, dict] | None = None
         self._xla: set[str] | None = None
 
@@ -154,22 +161,57 @@ class Project:
                 return self.resolve_class(target, summary)
         return None
 
-    def is_module_class(self, cls: Node, depth: int = 0) -> bool:
-        if cls in self._module_class:
-            return self._module_class[cls]
-        self._module_class[cls] = False  # breaks inheritance cycles
+    def class_kind(self, cls: Node, depth: int = 0) -> str | None:
+        """"module" (nn.Module), "function" (autograd.Function), "other", or None: unknown."""
+        if cls in self._class_kind:
+            return self._class_kind[cls]
+        self._class_kind[cls] = "other"  # breaks inheritance cycles
         summary = self.files[cls[0]]
-        result = False
-        for base in summary.classes[cls[1]].bases:
-            if base.startswith(MODULE_BASES) or base == "torch.nn.Module":
-                result = True
-                break
-            resolved = self.resolve_class(base, summary)
-            if resolved is not None and depth < _MAX_DEPTH and self.is_module_class(resolved, depth + 1):
-                result = True
-                break
-        self._module_class[cls] = result
+        kinds = [self._base_kind(base, summary, depth) for base in summary.classes[cls[1]].bases]
+        result = next((k for k in ("module", "function") if k in kinds), None)
+        if result is None:
+            result = None if None in kinds else "other"
+        self._class_kind[cls] = result
         return result
+
+    def _base_kind(self, base: str, summary: FileSummary, depth: int) -> str | None:
+        if base.startswith("?"):
+            return None  # a name this file does not define or import (star import, builtins aside)
+        if base.startswith(MODULE_BASES) or base == "torch.nn.Module":
+            return "module"
+        if base in FUNCTION_BASES:
+            return "function"
+        resolved = self.resolve_class(base, summary)
+        if resolved is not None:
+            return self.class_kind(resolved, depth + 1) if depth < _MAX_DEPTH else None
+        if base.startswith("#") or self.environment is None:
+            return None
+        try:
+            return self.environment.kind(base)
+        except (RecursionError, OSError, ValueError):
+            return None
+
+    def is_module_class(self, cls: Node) -> bool:
+        return self.class_kind(cls) == "module"
+
+    def tensor_attrs(self, cls: Node) -> set[str]:
+        """Buffers and parameters registered by the class or any base, project or installed."""
+        names: set[str] = set()
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            info = summary.classes[qualname]
+            names.update(info.tensor_attrs)
+            if self.environment is not None:
+                for base in info.bases:
+                    if not base.startswith(("#", "?")) and self.resolve_class(base, summary) is None:
+                        try:
+                            names |= self.environment.tensor_attrs(base)
+                        except (RecursionError, OSError, ValueError):
+                            pass
+        return names
+
+    def _defines(self, cls: Node, method: str) -> bool:
+        return self.find_method(cls, method) is not None
 
     # ------------------------------------------------------------------ graph
     def graph(self):
@@ -188,7 +230,7 @@ class Project:
                 edges.add_node(node)
                 if scope.root_reason:
                     roots[node] = scope.root_reason
-                if scope.parent is not None:
+                if scope.parent is not None and "step-closure" not in scope.tags:
                     # Nested defs and step loops run when their enclosing scope runs.
                     edges.add_edge((path, scope.parent), node)
                 for call in scope.calls:
@@ -199,18 +241,26 @@ class Project:
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         edges.add_edge(node, callee)
-            for scope_name, ref in summary.compile_targets:
+            for scope_name, ref, reason in summary.compile_targets:
                 class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
                 target = self.resolve(ref.target, summary, class_name)
                 if target is not None:
-                    roots.setdefault(target, "passed to a compile call")
+                    roots.setdefault(target, reason)
             for qualname in summary.classes:
                 cls = (path, qualname)
-                if self.is_module_class(cls):
-                    for method in TRACED_METHODS:
-                        name = f"{qualname}.{method}"
-                        if name in summary.scopes:
-                            roots.setdefault((path, name), "nn.Module." + method)
+                kind = self.class_kind(cls)
+                if kind is None and self.guess_modules and self._defines(cls, "forward"):
+                    kind, guessed = "module", " (base not found: guessed from forward)"
+                else:
+                    guessed = ""
+                if kind not in ("module", "function"):
+                    continue
+                for method in TRACED_METHODS if kind == "module" else FUNCTION_METHODS:
+                    name = f"{qualname}.{method}"
+                    scope = summary.scopes.get(name)
+                    if scope is not None and "cuda-graph" not in scope.tags:
+                        owner = "nn.Module." if kind == "module" else "autograd.Function."
+                        roots.setdefault((path, name), owner + method + guessed)
         self._graph = (edges, roots)
         return self._graph
 

@@ -6,7 +6,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate"}
+OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate", "guess-modules"}
 
 
 class ConfigError(Exception):
@@ -20,6 +20,9 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     roots: list[str] = field(default_factory=list)  # extra decorator/function names traced
+    # A class whose bases are found neither in the project nor installed, and that defines
+    # forward(self, ...), is taken for an nn.Module (its forward is traced).
+    guess_modules: bool = True
     base: Path = field(default_factory=Path.cwd)  # patterns are relative to this
     source: Path | None = None
     raw: dict = field(default_factory=dict)  # the whole table, for other commands (gate)
@@ -70,7 +73,11 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
         isinstance(v, list) and all(isinstance(c, str) for c in v) for v in per_file.values()
     ):
         raise ConfigError(f"{path}: [tool.detective] per-file-ignores must map globs to lists of codes")
+    guess = normalised.get("guess-modules", True)
+    if not isinstance(guess, bool):
+        raise ConfigError(f"{path}: [tool.detective] guess-modules must be true or false")
     return Config(
+        guess_modules=guess,
         select=strings("select") or ["ALL"],
         ignore=strings("ignore"),
         exclude=strings("exclude"),

@@ -11,7 +11,7 @@ rebound), then facts, then regions and the model.
 
 Rule-facing API (kept stable; see :mod:`detective.lint.rule`):
 ``resolve``, ``call_target``, ``is_tensor``, ``is_bool_tensor``, ``reads_tensor_value``,
-``is_host_value``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
+``is_host_value``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
 (``tensor_attrs``, ``number_attrs``), ``class_stack``, ``current_region()``,
 ``region_is_step()``, ``facts[FactsClass]`` and ``report`` (through ``Rule.report``).
 Whether a candidate's scope is traced is decided later, across files, in
@@ -40,6 +40,7 @@ class Context:
         self.reads_tensor_value = infer.reads_tensor_value
         self.is_host_value = infer.is_host_value
         self.current_region = regions.current
+        self.after_sync = regions.after_sync
         self.region_is_step = regions.is_step
         self.functions = model.functions
         self.class_stack = model.class_stack
@@ -69,6 +70,8 @@ class Context:
                replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
                subject: str = "") -> None:
         """Record a candidate; see :meth:`detective.lint.rule.Rule.report`."""
+        if self.regions.dead_depth:
+            return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         self.regions.report((code, message, node, extras, subject), scope, at_index)
 

@@ -17,6 +17,7 @@ from detective.lint.analyze import SourceError, analyze, decode
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
+from detective.lint.environment import Environment
 from detective.lint.model import ChainLink, FileSummary, Finding
 from detective.lint.rule import expand_selectors, rules_by_code
 
@@ -244,8 +245,11 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
             good.append(summary)
     result.files_checked = sum(1 for s in summaries[:len(files)] if not s.error)
     reported = {s.path for s in summaries[:len(files)]}
+    environment = Environment(store=cache.environment() if cache is not None else None)
     result.findings = findings_for(good, config, enabled,
-                                   report=reported if context_files else None)
+                                   report=reported if context_files else None, environment=environment)
+    if cache is not None and environment.dirty:
+        cache.save_environment(environment.store)
     # Not when a file could not be read or hit a linter bug: that may pass next time.
     if cache is not None and not any(s.error and not s.content_hash for s in summaries):
         cache.put_result(result_key, (
@@ -260,7 +264,7 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
     raws: dict[Path, bytes] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files))
+                str(config.base), os.getcwd(), len(files), config.guess_modules)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         try:
@@ -274,8 +278,11 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
 
 
 def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str],
-                 report: set[str] | None = None) -> list[Finding]:
-    project = Project(summaries)
+                 report: set[str] | None = None, environment: Environment | None = None) -> list[Finding]:
+    """``environment`` resolves base classes the project does not define (a fresh one,
+    without an on-disk cache, when not given)."""
+    project = Project(summaries, environment if environment is not None else Environment(),
+                      guess_modules=config.guess_modules)
     rules = rules_by_code()
     reach = None
     findings = []

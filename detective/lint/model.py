@@ -66,6 +66,7 @@ class ClassInfo:
     bases: list[str]  # resolved dotted names
     methods: list[str]
     attr_types: dict[str, str] = field(default_factory=dict)  # self.x = Foo() -> Foo
+    tensor_attrs: list[str] = field(default_factory=list)  # buffers/parameters it registers
 
 
 @dataclass
@@ -77,7 +78,9 @@ class FileSummary:
     imports: dict[str, str] = field(default_factory=dict)  # module-level alias -> dotted
     scopes: dict[str, Scope] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
-    compile_targets: list[tuple[str, CallRef]] = field(default_factory=list)  # (scope, ref)
+    # Functions traced because they are passed by name: (scope, ref, why), e.g.
+    # torch_xla.compile(step) -> "passed to a compile call", m.register_forward_hook(fn).
+    compile_targets: list[tuple[str, CallRef, str]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all
     error: str | None = None
@@ -100,7 +103,7 @@ class FileSummary:
             for k, v in data["scopes"].items()
         }
         summary.classes = {k: ClassInfo(**v) for k, v in data["classes"].items()}
-        summary.compile_targets = [(s, CallRef(**r)) for s, r in data["compile_targets"]]
+        summary.compile_targets = [(s, CallRef(**r), why) for s, r, why in data["compile_targets"]]
         summary.candidates = [
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
                          "after_calls": tuple(c.get("after_calls", ()))})

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
 from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS
 
@@ -25,6 +26,22 @@ SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
 )
 STEP_CONTEXTS = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
+STEP_TRACES = frozenset({"torch_xla.debug.profiler.StepTrace"})  # syncs when the block exits
+HOOK_METHODS = frozenset({
+    "register_forward_hook", "register_forward_pre_hook", "register_module_forward_hook",
+    "register_module_forward_pre_hook",
+})
+STEP_CLOSURES = frozenset({"torch_xla.core.xla_model.add_step_closure"})  # run after the step
+CUDA_GRAPH_CALLS = frozenset({
+    "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
+    "torch.cuda.graphs.graph", "torch.cuda.graphs.CUDAGraph",
+})
+# Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
+XLA_FLAGS = frozenset({"xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla"})
+FALSE_ON_XLA = frozenset({
+    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.onnx.is_in_onnx_export",
+    "torch.cuda.is_current_stream_capturing",
+})
 
 
 @dataclass
@@ -45,6 +62,7 @@ class RegionFrame:
     statements: tuple  # top-level statements of the body
     stmt_index: dict[int, int]
     always: bool = False  # MpDeviceLoader loops and torch_xla.step() blocks
+    reason: str = ""  # root reason when always
     current: int = -1
     sync_indices: list[int] = field(default_factory=list)  # unconditional syncs
     conditional_sync: bool = False  # a sync under if/for/while: not every iteration syncs
@@ -59,16 +77,32 @@ class Regions:
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
         self.items: list[Item] = []
-        self.compile_targets: list[tuple[str, CallRef, cst.CSTNode]] = []
+        self.compile_targets: list[tuple[str, CallRef, cst.CSTNode, str]] = []
+        self.step_closures: list[tuple[str, str]] = []  # (scope, call target): not traced
         self.frames: list[list[RegionFrame]] = [[]]  # per function on the walk's stack
         self._loop_counts: list[int] = [0]
         self._step_withs: set[int] = set()
+        # Blocks on the walk's path: [statement index map, current index, index of a sync].
+        self._blocks: list[list] = [[{}, -1, None]]
+        self._dead: set[int] = set()  # blocks that never run under torch_xla (or once only)
+        self.dead_depth = 0
+        self._closure_lambdas: set[int] = set()
 
     # ------------------------------------------------------------------ queries
     def current(self) -> RegionFrame | None:
         """The innermost loop/step block of this function that may become a step region."""
         regions = self.frames[-1]
         return regions[-1] if regions else None
+
+    def after_sync(self) -> bool:
+        """Is the walk on a statement after a sync in the same block (or an enclosing one)?
+        A value read there was materialised by the sync: no new graph is cut."""
+        return any(b[2] is not None and b[1] > b[2] for b in self._blocks)
+
+    def silenced(self) -> bool:
+        """Code that never runs traced on XLA: an XLA-unreachable branch, one-time lazy
+        initialisation, a lambda handed to ``xm.add_step_closure``."""
+        return self.dead_depth > 0
 
     @staticmethod
     def is_step(region: RegionFrame) -> bool:
@@ -84,6 +118,10 @@ class Regions:
             index = region.stmt_index.get(id(node))
             if index is not None:
                 region.current = index
+        block = self._blocks[-1]
+        index = block[0].get(id(node))
+        if index is not None:
+            block[1] = index
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]
@@ -116,6 +154,45 @@ class Regions:
         assert not self.frames.pop()
         self._loop_counts.pop()
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None])
+        self._enter_dead(node)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+        self._leave_dead(node)
+
+    def visit_Else(self, node) -> None:
+        self._enter_dead(node)
+
+    def leave_Else(self, node) -> None:
+        self._leave_dead(node)
+
+    def visit_Lambda(self, node) -> None:
+        self._enter_dead(node)
+
+    def leave_Lambda(self, node) -> None:
+        self._leave_dead(node)
+
+    def _enter_dead(self, node) -> None:
+        if id(node) in self._dead:
+            self.dead_depth += 1
+
+    def _leave_dead(self, node) -> None:
+        if id(node) in self._dead:
+            self.dead_depth -= 1
+
+    def visit_If(self, node: cst.If) -> None:
+        self._enter_dead(node)  # an elif whose chain is dead
+        sense = xla_sense(node.test, self.model.resolve)
+        if sense < 0:
+            self._dead.add(id(node.body))
+        elif sense > 0 and node.orelse is not None:
+            self._dead.add(id(node.orelse))
+
+    def leave_If(self, node: cst.If) -> None:
+        self._leave_dead(node)
+
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
         dotted = self.model.resolve(it.func) if isinstance(it, cst.Call) else None
@@ -127,11 +204,10 @@ class Regions:
     def visit_While(self, node: cst.While) -> None:
         self._push(node, node.body, False)
 
-    def _push(self, node, body, always: bool) -> None:
+    def _push(self, node, body, always: bool, reason: str = "") -> None:
         stmts = block_statements(body)
-        self.frames[-1].append(
-            RegionFrame(node, tuple(stmts), {id(s): i for i, s in enumerate(stmts)}, always=always)
-        )
+        self.frames[-1].append(RegionFrame(node, tuple(stmts), {id(s): i for i, s in enumerate(stmts)},
+                                           always=always, reason=reason))
 
     def leave_For(self, node) -> None:
         self._leave_region(node)
@@ -141,8 +217,10 @@ class Regions:
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             call = item.item
-            if isinstance(call, cst.Call) and self.model.resolve(call.func) in STEP_CONTEXTS:
-                self._push(node, node.body, True)
+            dotted = self.model.resolve(call.func) if isinstance(call, cst.Call) else None
+            if dotted in STEP_CONTEXTS or dotted in STEP_TRACES:
+                said = "with torch_xla.step()" if dotted in STEP_CONTEXTS else "with xp.StepTrace()"
+                self._push(node, node.body, True, said)
                 self._step_withs.add(id(node))
                 return
 
@@ -154,6 +232,20 @@ class Regions:
         model = self.model
         dotted = model.resolve(node.func)
         regions = self.frames[-1]
+        if dotted in SYNC_CALLS:
+            block = self._blocks[-1]
+            block[2] = block[1]
+        if dotted in CUDA_GRAPH_CALLS or T.call_method_name(node) in {"replay", "capture_begin"}:
+            model.scope.tags.append("cuda-graph")
+        if dotted in STEP_CLOSURES and node.args:
+            fn = node.args[0].value
+            if isinstance(fn, cst.Lambda):
+                self._dead.add(id(fn))
+            else:
+                target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
+                if target is not None:
+                    self.step_closures.append((model.scope.qualname, target))
+            return
         if dotted in SYNC_CALLS and regions:
             region = regions[-1]
             if region.current >= 0:
@@ -162,13 +254,16 @@ class Regions:
                     region.conditional_sync = True
                 else:
                     region.sync_indices.append(region.current)
-        if dotted in COMPILE_CALLS and node.args:
+        method = T.call_method_name(node)
+        hook = method in HOOK_METHODS or (dotted or "").rsplit(".", 1)[-1] in HOOK_METHODS
+        if (dotted in COMPILE_CALLS or hook) and node.args:
             fn = node.args[0].value
             if isinstance(fn, cst.Call) and (model.resolve(fn.func) or "").endswith("partial") and fn.args:
                 fn = fn.args[0].value
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
             if target is not None:
-                self.compile_targets.append((model.scope.qualname, CallRef(target, 0), fn))
+                reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
+                self.compile_targets.append((model.scope.qualname, CallRef(target, 0), fn, reason))
             return
         target = model.call_target(node.func)
         if target is not None:
@@ -195,7 +290,7 @@ class Regions:
             qualname = f"{parent.qualname}.<loop{count}>" if parent.qualname != "<module>" \
                 else f"<loop{count}>"
             reason = "loop over MpDeviceLoader" if region.always and isinstance(node, cst.For) else (
-                "with torch_xla.step()" if region.always else "loop body before torch_xla.sync()"
+                region.reason if region.always else "loop body before torch_xla.sync()"
             )
             scope = Scope(qualname=qualname, display=f"{parent.display} [{suffix}]", line=0,
                           class_name=parent.class_name, parent=parent.qualname, root_reason=reason)
@@ -219,3 +314,49 @@ class Regions:
                 outer.items.append(item)
         else:
             self.items.extend(rest)
+
+
+def xla_sense(test: cst.BaseExpression, resolve) -> int:
+    """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) \
+                and inner.value.value == "self" and "init" in inner.attr.value.lower():
+            return -1  # if not self._initialized: one-time set-up, not traced every step
+        return -xla_sense(inner, resolve)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = xla_sense(test.left, resolve), xla_sense(test.right, resolve)
+        if isinstance(test.operator, cst.And):
+            return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
+        return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
+    if isinstance(test, cst.Call):
+        dotted = resolve(test.func) or ""
+        if dotted.endswith("is_xla_tensor"):
+            return 1
+        return -1 if dotted in FALSE_ON_XLA else 0
+    if isinstance(test, cst.Attribute):
+        return 1 if test.attr.value in XLA_FLAGS or test.attr.value == "is_xla" else 0
+    if isinstance(test, cst.Name):
+        return 1 if test.value in XLA_FLAGS else 0
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        if any(T.literal_string(side) == "xla" for side in sides) and any(
+            _mentions_device(side) for side in sides
+        ):
+            if isinstance(target.operator, cst.Equal):
+                return 1
+            if isinstance(target.operator, cst.NotEqual):
+                return -1
+    return 0
+
+
+def _mentions_device(node: cst.BaseExpression) -> bool:
+    """``x.device.type``, ``device.type``, ``str(x.device)``, ``self.device_type``."""
+    if isinstance(node, cst.Call) and node.args:
+        node = node.args[0].value
+    while isinstance(node, cst.Attribute):
+        if "device" in node.attr.value or node.attr.value == "type":
+            return True
+        node = node.value
+    return isinstance(node, cst.Name) and "device" in node.value

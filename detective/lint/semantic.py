@@ -210,10 +210,12 @@ class SemanticModel:
         for extra in (params.star_arg, params.star_kwarg):
             if isinstance(extra, cst.Param):
                 frame.data_names.add(extra.name.value)
-        is_forward = in_class and name == "forward"
+        # autograd.Function's static backward gets tensors like forward; ctx is not one.
+        is_forward = in_class and (name == "forward" or (
+            name == "backward" and any(d.endswith("staticmethod") for d in decorators)))
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             pname = param.name.value
-            if pname in {"self", "cls"}:
+            if pname in {"self", "cls", "ctx"}:
                 continue
             frame.data_names.add(pname)
             if self.infer.param_is_tensor(param, is_forward=is_forward):
@@ -240,7 +242,8 @@ class SemanticModel:
         self.class_stack.append(ClassFrame(info, depth=len(self.functions)))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
-        self.class_stack.pop()
+        frame = self.class_stack.pop()
+        frame.info.tensor_attrs = sorted(frame.tensor_attrs)
 
     # ------------------------------------------------------------------ bindings
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,

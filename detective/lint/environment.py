@@ -1,0 +1,268 @@
+"""Classes of installed packages, read from their source without importing anything.
+
+``class Head(PreTrainedModel)``: is ``forward`` traced? The base is not in the linted
+files, so we look for it in the environment the linter runs in: the top-level package
+is found with :meth:`importlib.machinery.PathFinder.find_spec` (which, unlike
+``importlib.util.find_spec("a.b")``, never imports ``a``), submodules by walking its
+``submodule_search_locations`` ourselves, and each module file is parsed with :mod:`ast`
+for its imports, classes, their bases and the buffers/parameters they register. Bases
+are followed (through re-exports) up to ``torch.nn.Module`` or
+``torch.autograd.Function``.
+
+Anything that cannot be read (no source, a C extension, a file that does not parse, a
+star import hiding the name, an inheritance cycle, too many hops) resolves to
+``None``: the caller falls back to its guess. Parsed modules are kept per process and,
+through :class:`~detective.lint.cache.SummaryCache`, on disk keyed by the file's
+content hash.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import sys
+from dataclasses import dataclass, field
+from importlib.machinery import PathFinder
+from pathlib import Path
+
+MODULE = "torch.nn.modules.module.Module"
+FUNCTION = "torch.autograd.function.Function"
+# Names the torch package re-exports for the two roots, so the common case parses nothing.
+KNOWN = {
+    "torch.nn.Module": MODULE, MODULE: MODULE,
+    "torch.autograd.Function": FUNCTION, FUNCTION: FUNCTION,
+}
+_BUILTINS = frozenset(dir(builtins))
+_MAX_HOPS = 24  # re-exports plus inheritance depth
+_MAX_BYTES = 4_000_000  # larger "modules" are generated data, not class hierarchies
+
+
+@dataclass
+class ClassRecord:
+    bases: list[str]  # dotted, imports expanded ("" for what we cannot name)
+    tensor_attrs: list[str] = field(default_factory=list)  # register_buffer/parameter names
+
+
+@dataclass
+class ModuleRecord:
+    imports: dict[str, str] = field(default_factory=dict)
+    classes: dict[str, ClassRecord] = field(default_factory=dict)
+    stars: list[str] = field(default_factory=list)  # modules imported with *
+
+
+class Environment:
+    """Answers about classes of installed packages; every answer may be None (unknown)."""
+
+    def __init__(self, search_path: list[str] | None = None, store: dict | None = None):
+        self.search_path = search_path  # None: sys.path
+        self.store = store if store is not None else {}  # path -> (content hash, ModuleRecord)
+        self.dirty = False
+        self._modules: dict[str, ModuleRecord | None] = {}
+        self._kinds: dict[str, str | None] = {}
+
+    # ------------------------------------------------------------------ files
+    def module_file(self, dotted: str) -> tuple[Path, bool] | None:
+        """(source file, is_package) of an importable module, found without importing."""
+        top, *rest = dotted.split(".")
+        try:
+            spec = PathFinder.find_spec(top, self.search_path)
+        except (ImportError, ValueError, OSError):
+            return None
+        if spec is None:
+            return None
+        locations = list(spec.submodule_search_locations or [])
+        if not locations:
+            origin = spec.origin
+            return (Path(origin), False) if not rest and origin and origin.endswith(".py") else None
+        if not rest:
+            init = Path(locations[0]) / "__init__.py"
+            return (init, True) if init.is_file() else None
+        for index, part in enumerate(rest):
+            last = index == len(rest) - 1
+            found = None
+            for location in locations:
+                package = Path(location) / part
+                if package.is_dir():
+                    found = package
+                    break
+                module = Path(location) / f"{part}.py"
+                if module.is_file():
+                    return (module, False) if last else None
+            if found is None:
+                return None
+            if last:
+                init = found / "__init__.py"
+                return (init, True) if init.is_file() else None
+            locations = [str(found)]
+        return None
+
+    def module(self, dotted: str) -> ModuleRecord | None:
+        if dotted in self._modules:
+            return self._modules[dotted]
+        self._modules[dotted] = None  # also breaks import cycles while parsing
+        found = self.module_file(dotted)
+        record = self._read(found[0], dotted, found[1]) if found else None
+        self._modules[dotted] = record
+        return record
+
+    def _read(self, path: Path, dotted: str, is_package: bool) -> ModuleRecord | None:
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        if len(raw) > _MAX_BYTES:
+            return None
+        digest = hashlib.blake2b(raw, digest_size=16).hexdigest()
+        key = str(path)
+        cached = self.store.get(key)
+        if cached is not None and cached[0] == digest:
+            return cached[1]
+        try:
+            tree = ast.parse(raw, filename=key)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            record = None
+        else:
+            record = _record(tree, dotted, is_package)
+        self.store[key] = (digest, record)
+        self.dirty = True
+        return record
+
+    # ------------------------------------------------------------------ classes
+    def find_class(self, dotted: str, hops: int = 0) -> tuple[str, ClassRecord] | None:
+        """The class a dotted name refers to, through re-exports: (canonical name, record)."""
+        if hops > _MAX_HOPS or "." not in dotted:
+            return None
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = self.module(".".join(parts[:cut]))
+            if module is None:
+                continue
+            name, rest = parts[cut], parts[cut + 1:]
+            if name in module.classes and not rest:
+                return f"{'.'.join(parts[:cut])}.{name}", module.classes[name]
+            if name in module.imports:
+                return self.find_class(".".join([module.imports[name], *rest]), hops + 1)
+            for star in module.stars:  # from .modules import *
+                found = self.find_class(".".join([star, name, *rest]), hops + 1)
+                if found is not None:
+                    return found
+            return None
+        return None
+
+    def kind(self, dotted: str) -> str | None:
+        """"module", "function" (autograd), "other" (resolved, neither) or None (unknown)."""
+        if dotted in KNOWN:
+            return "module" if KNOWN[dotted] == MODULE else "function"
+        if dotted in self._kinds:
+            return self._kinds[dotted]
+        self._kinds[dotted] = None  # inheritance cycles end as unknown
+        result = self._kind(dotted)
+        self._kinds[dotted] = result
+        return result
+
+    def _kind(self, dotted: str) -> str | None:
+        if dotted.split(".", 1)[0] in sys.builtin_module_names or dotted.startswith("builtins."):
+            return "other"
+        found = self.find_class(dotted)
+        if found is None:
+            return None
+        canonical, record = found
+        if canonical in KNOWN:
+            return self.kind(canonical)
+        unknown = False
+        for base in record.bases:
+            kind = self.kind(base) if base else None
+            if kind in ("module", "function"):
+                return kind
+            unknown = unknown or kind is None
+        return None if unknown else "other"
+
+    def tensor_attrs(self, dotted: str, hops: int = 0) -> set[str]:
+        """Buffers and parameters the class and its installed bases register."""
+        found = self.find_class(dotted) if hops <= _MAX_HOPS else None
+        if found is None:
+            return set()
+        names = set(found[1].tensor_attrs)
+        for base in found[1].bases:
+            if base and base not in KNOWN:
+                names |= self.tensor_attrs(base, hops + 1)
+        return names
+
+
+def _record(tree: ast.Module, dotted: str, is_package: bool) -> ModuleRecord:
+    record = ModuleRecord()
+    package = dotted if is_package else dotted.rpartition(".")[0]
+    for node in tree.body:
+        for inner in _top_statements(node):
+            if isinstance(inner, ast.Import):
+                for alias in inner.names:
+                    if alias.asname:
+                        record.imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".", 1)[0]
+                        record.imports[head] = head
+            elif isinstance(inner, ast.ImportFrom):
+                base = inner.module or ""
+                if inner.level:
+                    parts = package.split(".") if package else []
+                    parts = parts[: len(parts) - (inner.level - 1)] if inner.level > 1 else parts
+                    base = ".".join([*parts, base] if base else parts)
+                for alias in inner.names:
+                    if alias.name == "*":
+                        record.stars.append(base)
+                    else:
+                        record.imports[alias.asname or alias.name] = f"{base}.{alias.name}" if base else alias.name
+            elif isinstance(inner, ast.ClassDef):
+                bases = [_dotted(b, record.imports, dotted) for b in inner.bases]
+                record.classes[inner.name] = ClassRecord(bases, sorted(_registered(inner)))
+            elif isinstance(inner, ast.Assign) and len(inner.targets) == 1 \
+                    and isinstance(inner.targets[0], ast.Name):
+                value = _dotted(inner.value, record.imports, dotted)
+                if value:  # Alias = SomeClass
+                    record.imports[inner.targets[0].id] = value
+    return record
+
+
+def _top_statements(node: ast.stmt):
+    """Module-level statements, looking into ``if``/``try`` (TYPE_CHECKING, optional imports)."""
+    if isinstance(node, ast.If):
+        for child in [*node.body, *node.orelse]:
+            yield from _top_statements(child)
+    elif isinstance(node, ast.Try):
+        for child in [*node.body, *node.orelse, *node.finalbody,
+                      *(s for h in node.handlers for s in h.body)]:
+            yield from _top_statements(child)
+    else:
+        yield node
+
+
+def _dotted(node: ast.expr, imports: dict[str, str], module: str) -> str:
+    if isinstance(node, ast.Subscript):  # Generic[T], Base[int]
+        node = node.value
+    if isinstance(node, ast.Name):
+        if node.id in imports:
+            return imports[node.id]
+        return f"builtins.{node.id}" if node.id in _BUILTINS else f"{module}.{node.id}"
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, imports, module)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _registered(cls: ast.ClassDef) -> set[str]:
+    names = set()
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in {"register_buffer", "register_parameter"} and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in {"Parameter", "UninitializedParameter", "UninitializedBuffer"}:
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                            and target.value.id == "self":
+                        names.add(target.attr)
+    return names
