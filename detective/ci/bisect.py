@@ -97,7 +97,7 @@ def bisect(repo: str, good: str, bad: str, command: list[str], budget: Budget, m
                 raise BisectError(_endpoint_problem(flag, sha, result, run_dir))
         git(repo, "checkout", "--quiet", start)
         git(repo, "bisect", "start", bad_sha, good_sha)
-        step = [sys.executable, "-m", "detective.ci.bisect_step", "--out-root", out_root, "--mode", mode,
+        step = [sys.executable, "-m", "detective.ci.bisect_test_commit", "--out-root", out_root, "--mode", mode,
                 "--budget", json.dumps(budget.__dict__), "--", *command]
         proc = subprocess.run(["git", "bisect", "run", *step], cwd=repo, capture_output=True, text=True)
         log = git(repo, "bisect", "log", check=False)

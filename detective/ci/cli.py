@@ -76,10 +76,8 @@ def gate_run(run_dir: str, budget_args: dict, fmt: str, config_path=None):
 
 def _attributions(run) -> dict[int, list[dict]] | None:
     """Source lines per step from the attribution report, when the run has them."""
-    try:
-        from detective.report.attribution import attributions_by_step
-    except ImportError:
-        return None
+    from detective.report.attribution import attributions_by_step
+
     return attributions_by_step(run)
 
 
@@ -148,7 +146,7 @@ def bisect_steps(run_dir, quiet_steps, fmt):
     import dataclasses
     import json
 
-    from detective.ci.bisect_steps import find_storm
+    from detective.ci.storm_scan import find_storm
     from detective.runtime.record import RunNotFound, load_run
 
     try:

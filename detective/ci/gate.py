@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from detective.paths import short_path
+
 PASS, FAIL, UNUSABLE = 0, 1, 2
 MAX_LISTED_STEPS = 10  # a storm can compile on every step; the first ones tell the story
 
@@ -76,7 +78,7 @@ class Verdict:
 
 
 def _site_text(site: dict) -> str:
-    where = f"{_short(site.get('file'))}:{site.get('line')}"
+    where = f"{short_path(site.get('file'))}:{site.get('line')}"
     text = f"at {where}"
     if site.get("function"):
         text += f" in {site['function']}"
@@ -85,16 +87,6 @@ def _site_text(site: dict) -> str:
     if site.get("code"):
         text += f": {site['code']}"
     return text
-
-
-def _short(path: str | None) -> str:
-    if not path:
-        return "?"
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = None) -> Verdict:

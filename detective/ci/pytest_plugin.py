@@ -39,14 +39,27 @@ def _budget(marker):
 
 
 @pytest.fixture
-def detective_watch(request, tmp_path):
+def detective_run_dir(tmp_path):
+    """Where a marked test's steps are recorded: inside the test's own tmp_path."""
+    return tmp_path / "detective-run"
+
+
+@pytest.fixture
+def detective_watch(request, detective_run_dir):
     """A running ``detective.watch`` recording into the test's tmp_path."""
     from detective.runtime.watch import watch
 
     marker = request.node.get_closest_marker(MARKER)
     warmup = _budget(marker).after_step if marker else 2
-    with watch(out=tmp_path / "detective-run", warmup=warmup) as active:
+    with watch(out=detective_run_dir, warmup=warmup) as active:
         yield active
+
+
+def pytest_collection_modifyitems(items):
+    # A marked test records into its tmp_path: request that fixture for it, as if it named it.
+    for item in items:
+        if item.get_closest_marker(MARKER) is not None and "detective_run_dir" not in getattr(item, "fixturenames", ()):
+            item.fixturenames.append("detective_run_dir")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -55,14 +68,13 @@ def pytest_runtest_call(item):
     if marker is None:
         return (yield)
     budget = _budget(marker)
-    active = item.funcargs.get("detective_watch") if hasattr(item, "funcargs") else None
+    funcargs = getattr(item, "funcargs", {})
+    active = funcargs.get("detective_watch")
     with contextlib.ExitStack() as stack:
         if active is None:
             from detective.runtime.watch import watch
 
-            out = item.config._tmp_path_factory.mktemp("detective-run") if hasattr(
-                item.config, "_tmp_path_factory") else None
-            active = stack.enter_context(watch(out=out, warmup=budget.after_step))
+            active = stack.enter_context(watch(out=funcargs.get("detective_run_dir"), warmup=budget.after_step))
         result = yield
     from detective.ci.gate import PASS, evaluate
 

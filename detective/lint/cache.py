@@ -1,11 +1,12 @@
-"""Per-file summary cache: ``.detective/cache/`` next to the config (or the working directory).
+"""Lint cache: ``.detective/cache/`` next to the config (or the working directory).
 
-Only per-file summaries are cached, never findings: the cross-file pass (call graph,
-XLA reachability, chains) always reruns over all summaries, so a change in one file
-that makes a chain appear or disappear in another is seen without invalidating the
-other file. An entry is used only when the file's content hash, its module name and
-root, the linter's own source (code and rules) and the config that shapes per-file
-analysis (``roots``) all match.
+Two levels. Per-file summaries: when any file changed, the cross-file pass (call graph,
+XLA reachability, chains) reruns over all summaries, so a change in one file that makes a
+chain appear or disappear in another is seen without invalidating the other file. An entry
+is used only when the file's content hash, its module name and root, the linter's own
+source (code and rules) and the config that shapes per-file analysis (``roots``) all match.
+Whole results: when no file, setting or linter source changed at all, the findings of the
+last identical run are returned as they were (``get_result``/``put_result``).
 
 One pickle file holds every entry of one linter build and config (loading one file is
 much cheaper than hundreds of small ones); it is replaced atomically, so concurrent

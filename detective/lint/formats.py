@@ -10,9 +10,9 @@ import json
 import re
 import textwrap
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
 from detective import __version__
+from detective.formats import Case, Suite, github_command, junit_xml
 from detective.lint.rule import Rule, all_rules
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -108,61 +108,32 @@ def sarif(findings, errors, root: Path | None = None) -> dict:
     return {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def github(findings, errors) -> str:
     """GitHub Actions workflow commands: annotations on the changed lines of a PR."""
-    lines = []
-    for f in findings:
-        title = _escape_property(f"{f.code} {f.name}")
-        lines.append(f"::warning file={_escape_property(f.path)},line={f.line},col={f.column},"
-                     f"title={title}::{_escape_data(f.message)}")
-    for path, problem in errors:
-        lines.append(f"::error file={_escape_property(path)},title=detective::{_escape_data(problem)}")
+    lines = [github_command("warning", f.message, file=f.path, line=f.line, col=f.column, title=f"{f.code} {f.name}")
+             for f in findings]
+    lines += [github_command("error", problem, file=path, title="detective") for path, problem in errors]
     return "\n".join(lines)
 
 
 def junit(findings, errors, files_checked: int) -> str:
+    """A suite per file with one failing case per finding; unlintable files as errors."""
     by_path: dict[str, list] = {}
     for f in findings:
         by_path.setdefault(f.path, []).append(f)
-    failures = len(findings)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuites name="detective" tests="{max(failures, 1) + len(errors)}" '
-           f'failures="{failures}" errors="{len(errors)}">']
+    suites = []
     if not findings and not errors:
-        out.append(f'  <testsuite name="detective lint" tests="1" failures="0" errors="0">')
-        out.append(f'    <testcase name={quoteattr(f"{files_checked} files checked")} classname="detective"/>')
-        out.append("  </testsuite>")
+        suites.append(Suite("detective lint", [Case(f"{files_checked} files checked", "detective")]))
     for path, items in sorted(by_path.items()):
-        out.append(f'  <testsuite name={quoteattr(path)} tests="{len(items)}" failures="{len(items)}" errors="0">')
-        for f in items:
-            name = quoteattr(f"{f.code} {f.name} at {f.line}:{f.column}")
-            out.append(f'    <testcase name={name} classname={quoteattr(path)} file={quoteattr(path)} '
-                       f'line="{f.line}">')
-            body = _xml_text(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}")
-            out.append(f'      <failure message={quoteattr(f.message)} type={quoteattr(f.code)}>{body}</failure>')
-            out.append("    </testcase>")
-        out.append("  </testsuite>")
+        suites.append(Suite(path, [
+            Case(f"{f.code} {f.name} at {f.line}:{f.column}", path, file=path, line=f.line,
+                 failure=(f.message, f.code, f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}"))
+            for f in items
+        ]))
     if errors:
-        out.append(f'  <testsuite name="unlintable files" tests="{len(errors)}" failures="0" errors="{len(errors)}">')
-        for path, problem in errors:
-            out.append(f'    <testcase name={quoteattr(path)} classname="detective">')
-            out.append(f'      <error message={quoteattr(problem)} type="unlintable"/>')
-            out.append("    </testcase>")
-        out.append("  </testsuite>")
-    out.append("</testsuites>")
-    return "\n".join(out)
-
-
-def _xml_text(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        suites.append(Suite("unlintable files", [Case(path, "detective", error=(problem, "unlintable", None))
+                                                 for path, problem in errors]))
+    return junit_xml("detective", suites).rstrip("\n")
 
 
 def json_lines(findings) -> str:

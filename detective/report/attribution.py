@@ -18,122 +18,17 @@ classify the first divergence and map it to a line:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-
 from detective.report.diff import Change, GraphDiff, diff_graphs, summarize_ops
 from detective.report.ir import Graph, Node, parse_graph
-from detective.report.sources import VALUE_READ, Resolver, Source, enclosing_branch, python_values_feeding
+from detective.report.model import (
+    CONSTANT, NEW_SITE, SHAPE, SPLIT, STRUCTURE, UNKNOWN, Attribution, Cause, HostSync, RunAttribution,
+)
+from detective.report.sources import (
+    VALUE_READ, Resolver, Source, enclosing_branch, names_assigned_before, python_values_feeding,
+)
 
-SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE = "shape", "constant", "structure", "host-sync split", "new call site"
-UNKNOWN = "unknown"  # its IR is missing: only the line that triggered execution is known
-KINDS = (SHAPE, CONSTANT, STRUCTURE, SPLIT, NEW_SITE, UNKNOWN)
 _PRIORITY = {SHAPE: 0, CONSTANT: 1, STRUCTURE: 2}
 MAX_CANDIDATES = 16  # earlier graphs of one call site diffed per new program (the most recent)
-
-
-def _change_fields(kind: str, before, after, src: Source | None) -> dict:
-    """The JSON keys a cause and a recompile share: what changed, and where."""
-    return {
-        "kind": kind,
-        "before": before,
-        "after": after,
-        "file": src.file if src else None,
-        "line": src.line if src else None,
-        "function": src.function if src else None,
-        "code": src.code() if src else None,
-    }
-
-
-@dataclass
-class Cause:
-    kind: str
-    before: str | None
-    after: str | None
-    source: Source | None  # None: only library code, nothing of the user's
-    via: str | None = None  # how the line was found when not from the node itself
-
-    def to_json(self) -> dict:
-        return {
-            **_change_fields(self.kind, self.before, self.after, self.source),
-            "via": self.via,
-        }
-
-
-@dataclass
-class Attribution:
-    step: int
-    index: int
-    graph_hash: str | None
-    previous_hash: str | None
-    previous_step: int | None
-    kind: str
-    before: str | None
-    after: str | None
-    source: Source | None
-    trigger: Source | None
-    cause_text: str | None
-    compile_seconds: float | None
-    causes: list[Cause] = field(default_factory=list)
-    branch: tuple[int, str] | None = None  # the if around a structural change
-    feeds: list[tuple[int, str]] = field(default_factory=list)  # host numbers flowing into a constant
-    split_by: list[Source] = field(default_factory=list)  # value reads earlier in the step
-    note: str | None = None
-    findings: list = field(default_factory=list)  # filled by join
-    linked: list = field(default_factory=list)  # findings with how they relate (join)
-
-    @property
-    def file(self) -> str | None:
-        return self.source.file if self.source else None
-
-    @property
-    def linter_gap(self) -> bool:
-        """A recompile no static finding points at (a first graph of a call site is not one)."""
-        from detective.report.join import DIRECT
-
-        return self.kind not in (NEW_SITE, UNKNOWN) and not any(rel in DIRECT for _, rel in self.linked)
-
-    @property
-    def line(self) -> int | None:
-        return self.source.line if self.source else None
-
-    def to_json(self) -> dict:
-        src, trig = self.source, self.trigger
-        return {
-            "step": self.step,
-            "graph_hash": self.graph_hash,
-            "previous_hash": self.previous_hash,
-            "previous_step": self.previous_step,
-            **_change_fields(self.kind, self.before, self.after, src),
-            "trigger": {"file": trig.file, "line": trig.line, "function": trig.function} if trig else None,
-            "findings": [{"code": f.code, "line": f.line, "path": f.path, "name": f.name, "relation": rel}
-                         for f, rel in self.linked],
-            "linter_gap": self.linter_gap,
-            "compile_seconds": self.compile_seconds,
-            "cause": self.cause_text,
-            "causes": [c.to_json() for c in self.causes],
-            "branch": {"line": self.branch[0], "code": self.branch[1]} if self.branch else None,
-            "feeds": [{"line": n, "code": code} for n, code in self.feeds],
-            "split_by": [{"file": s.file, "line": s.line, "function": s.function} for s in self.split_by],
-            "note": self.note,
-        }
-
-
-@dataclass
-class RunAttribution:
-    available: bool
-    reason: str | None
-    warmup: int
-    items: list[Attribution] = field(default_factory=list)
-    missing_graphs: list[str] = field(default_factory=list)
-    host_syncs: list[dict] = field(default_factory=list)  # value-read sites and how often they cut a step
-
-    @property
-    def recompiles(self) -> list[Attribution]:
-        return [a for a in self.items if a.step >= self.warmup]
-
-    @property
-    def first_programs(self) -> list[Attribution]:
-        return [a for a in self.items if a.step < self.warmup]
 
 
 def is_value_read(cause: str | None) -> bool:
@@ -329,20 +224,22 @@ def _new_reads(event: dict, earlier: dict | None, reads_by_step: dict) -> list[d
             if r.get("index", 0) < event.get("index", 0) and _site_key(r) not in before]
 
 
-def _host_syncs(reads_by_step: dict, resolver: Resolver, steps: int) -> list[dict]:
+def _host_syncs(reads_by_step: dict, resolver: Resolver, steps: int) -> list[HostSync]:
     sites: dict = {}
     for step, reads in reads_by_step.items():
         for r in reads:
-            key = _site_key(r)
-            entry = sites.setdefault(key, {"site": resolver.frame(r["site"]), "steps": set(), "executions": 0})
+            entry = sites.setdefault(_site_key(r), {"site": resolver.frame(r["site"]), "steps": set(), "executions": 0})
             entry["steps"].add(step)
             entry["executions"] += 1
     out = []
     for entry in sites.values():
         src = entry["site"]
-        out.append({"file": src.file, "line": src.line, "function": src.function, "code": src.code(),
-                    "steps": len(entry["steps"]), "of_steps": steps, "executions": entry["executions"]})
-    return sorted(out, key=lambda d: -d["executions"])
+        sync = HostSync(src, len(entry["steps"]), steps, entry["executions"])
+        if src.found:
+            sync.branch = enclosing_branch(src.file, src.line)
+            sync.feeds = names_assigned_before(src.file, src.line)
+        out.append(sync)
+    return sorted(out, key=lambda h: -h.executions)
 
 
 def attributions_by_step(run) -> dict[int, list[dict]]:

@@ -27,6 +27,7 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
     """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
     from detective.report.attribution import attribute_run
     from detective.report.join import join, lint_files
+    from detective.report.model import Links
     from detective.report.render import as_json, build, html_page, markdown, text
     from detective.runtime.record import RunNotFound, load_run
 
@@ -38,17 +39,17 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
     for warning in run.warnings:
         click.echo(f"detective: warning: {warning}", err=True)
     attribution = attribute_run(run)
-    lint_errors, linted = [], []
+    lint_errors, linted, links = [], [], Links()
     if attribution.available and not no_lint and attribution.recompiles:
         try:
             findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
         except Exception as exc:  # the attribution stands on its own: report it without the join
             findings, lint_errors = [], [("linter", f"failed ({type(exc).__name__}: {exc}); no static findings joined")]
         linted = sorted({f.path for f in findings})
-        join(attribution, findings)
+        links = join(attribution, findings)
     if not attribution.available:
         click.echo(f"detective: note: {attribution.reason}", err=True)
-    rendered = build(run, attribution, lint_errors, linted)
+    rendered = build(run, attribution, links, lint_errors, linted)
     if fmt == "json":
         body = json.dumps(as_json(rendered), indent=2)
     elif fmt == "markdown":

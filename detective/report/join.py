@@ -1,4 +1,4 @@
-"""Put each attributed recompile next to the linter's static findings.
+"""Put each attributed recompile, and each value read that cut steps, next to the linter's findings.
 
 A finding relates to a recompile when it is at the attributed line, on the ``if`` around a
 structural change, at a line computing a Python number the line uses, in the same function, or
@@ -6,6 +6,8 @@ on a call chain that runs through that function.
 (Value reads that cut steps have their own section of the report; a finding at one is not
 counted for every recompile that happened in such a step.) A recompile with no related finding
 is a gap in the linter, and is reported as one.
+
+:func:`join` returns the :class:`~detective.report.model.Links`; the attribution is not modified.
 """
 
 from __future__ import annotations
@@ -13,14 +15,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from detective.report.sources import source_tree
-
-AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN = (
-    "at this line", "on the branch around it", "at a line computing a number this line uses",
-    "in the same function, on a name this line uses", "in the same function", "on a call chain through it",
+from detective.lint.config import ConfigError, load_config
+from detective.lint.engine import lint_paths
+from detective.report.model import (
+    AT_LINE, FEEDING, IN_CHAIN, IN_FUNCTION, ON_BRANCH, RELATIONS, SAME_NAME, Links, RunAttribution,
 )
-_ORDER = [AT_LINE, ON_BRANCH, FEEDING, SAME_NAME, IN_FUNCTION, IN_CHAIN]
-DIRECT = (AT_LINE, ON_BRANCH, FEEDING, SAME_NAME)  # without one of these, the recompile is a gap in the linter
+from detective.report.sources import innermost_scope
 
 
 def _real(path: str) -> str:
@@ -28,16 +28,14 @@ def _real(path: str) -> str:
 
 
 def lint_files(attribution, paths: list[str] | None = None, cwd: str | None = None):
-    """Run the linter over ``paths`` or the user files the attributions name. (findings, errors)"""
-    from detective.lint.config import ConfigError, load_config
-    from detective.lint.engine import lint_paths
-
+    """Run the linter over ``paths`` or the user files the attribution names. (findings, errors)"""
     if not paths:
         files = set()
-        for item in attribution.items:
-            for src in [item.source, item.trigger, *item.split_by]:
-                if src is not None and src.found and os.path.isfile(src.file):
-                    files.add(src.file)
+        sources = [src for item in attribution.items for src in [item.source, item.trigger, *item.split_by]]
+        sources += [sync.source for sync in attribution.host_syncs]
+        for src in sources:
+            if src is not None and src.found and os.path.isfile(src.file):
+                files.add(src.file)
         paths = sorted(files)
     if not paths:
         return [], []
@@ -50,22 +48,15 @@ def lint_files(attribution, paths: list[str] | None = None, cwd: str | None = No
 
 
 def _function_span(path: str, line: int) -> tuple[int, int, str] | None:
-    import ast
-
-    tree = source_tree(path)
-    if tree is None:
+    node = innermost_scope(path, line, defs_only=True)
+    if node is None:
         return None
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            start, end = node.lineno, node.end_lineno or node.lineno
-            if start <= line <= end and (best is None or end - start < best[1] - best[0]):
-                best = (start, end, node.name)
-    return best
+    return node.lineno, node.end_lineno or node.lineno, node.name
 
 
 def relate(item, findings) -> list[tuple[object, str]]:
-    """Findings related to one attribution, closest relation first."""
+    """Findings related to one attributed line (an Attribution or a HostSync: its ``source``,
+    ``branch`` and ``feeds``), closest relation first."""
     src = item.source
     if src is None or not src.found:
         return []
@@ -91,11 +82,13 @@ def relate(item, findings) -> list[tuple[object, str]]:
             relation = IN_CHAIN
         if relation is not None:
             out.append((f, relation))
-    out.sort(key=lambda fr: (_ORDER.index(fr[1]), fr[0].line))
+    out.sort(key=lambda fr: (RELATIONS.index(fr[1]), fr[0].line))
     return out
 
 
-def join(attribution, findings) -> None:
-    for item in attribution.items:
-        item.linked = relate(item, findings)
-        item.findings = [f for f, _ in item.linked]
+def join(attribution: RunAttribution, findings) -> Links:
+    """The findings related to every attributed program and every host-sync line."""
+    return Links(
+        by_item={item.key: relate(item, findings) for item in attribution.items},
+        by_host_sync={sync.key: relate(sync, findings) for sync in attribution.host_syncs},
+    )

@@ -1,8 +1,8 @@
 """Render the joined report: text (terminal), json, markdown (PR comments), html (one page).
 
 Every format starts from :func:`build`, which loads nothing itself: it takes a loaded run, its
-attribution and the joined findings, and groups the recompiles by source line, most expensive
-first.
+attribution and the links to the linter's findings, and groups the recompiles by source line,
+most expensive first.
 """
 
 from __future__ import annotations
@@ -11,19 +11,14 @@ import html
 import os
 from dataclasses import dataclass, field
 
-from detective.report.attribution import NEW_SITE, UNKNOWN, RunAttribution
+from detective.paths import short_path as show_path
+from detective.report.model import NEW_SITE, Links, RunAttribution, findings_json, split_direct
 from detective.report.sources import excerpt
-from detective.runtime.report import json_report, step_rows, text_report
-from detective.runtime.table import summarize
+from detective.report.steps import count as _plural
+from detective.report.steps import json_report, step_rows, summarize, summary_line, text_report
 
 SPARKS = "▁▂▃▄▅▆▇█"
 GAP = "no static finding at this line: a gap in the linter (worth a rule)"
-
-
-def _split(linked: list) -> tuple[list, list]:
-    from detective.report.join import DIRECT
-
-    return [fr for fr in linked if fr[1] in DIRECT], [fr for fr in linked if fr[1] not in DIRECT]
 
 
 @dataclass
@@ -33,6 +28,7 @@ class Group:
     function: str | None
     code: str | None
     items: list = field(default_factory=list)
+    linked: list = field(default_factory=list)  # findings related to any of its items, once each
 
     @property
     def seconds(self) -> float:
@@ -49,7 +45,7 @@ class Group:
     @property
     def recompiles_known(self) -> bool:
         """Some of its programs are attributed recompiles (not only first graphs or missing IR)."""
-        return not set(self.kinds) <= {NEW_SITE, UNKNOWN}
+        return any(item.is_recompile for item in self.items)
 
     @property
     def repeating(self) -> bool:
@@ -64,58 +60,44 @@ class Group:
             "findings": [{"code": f.code, "line": f.line, "path": f.path, "relation": rel} for f, rel in self.linked],
         }
 
-    @property
-    def linked(self) -> list:
-        seen, out = set(), []
-        for item in self.items:
-            for finding, relation in item.linked:
-                key = (finding.path, finding.line, finding.code)
-                if key not in seen:
-                    seen.add(key)
-                    out.append((finding, relation))
-        return out
-
 
 @dataclass
 class Report:
     run: object
     summary: dict
     attribution: RunAttribution
+    links: Links
+    groups: list[Group]
     lint_errors: list = field(default_factory=list)
     linted: list = field(default_factory=list)
 
-    @property
-    def groups(self) -> list[Group]:
-        groups: dict = {}
-        for item in self.attribution.recompiles:
-            src = item.source
-            key = (src.file, src.line) if src else (None, None)
-            if key not in groups:
-                groups[key] = Group(key[0], key[1], src.function if src else None, src.code() if src else None)
-            groups[key].items.append(item)
-        return sorted(groups.values(), key=lambda g: (-g.seconds, -len(g.items), g.steps[0]))
+
+def _groups(attribution: RunAttribution, links: Links) -> list[Group]:
+    groups: dict = {}
+    for item in attribution.recompiles:
+        src = item.source
+        key = (src.file, src.line) if src else (None, None)
+        if key not in groups:
+            groups[key] = Group(key[0], key[1], src.function if src else None, src.code() if src else None)
+        group = groups[key]
+        group.items.append(item)
+        seen = {(f.path, f.line, f.code) for f, _ in group.linked}
+        for finding, relation in links.of(item):
+            if (finding.path, finding.line, finding.code) not in seen:
+                seen.add((finding.path, finding.line, finding.code))
+                group.linked.append((finding, relation))
+    return sorted(groups.values(), key=lambda g: (-g.seconds, -len(g.items), g.steps[0]))
 
 
-def build(run, attribution: RunAttribution, lint_errors=(), linted=()) -> Report:
-    return Report(run, summarize(run), attribution, list(lint_errors), list(linted))
-
-
-def show_path(path: str | None) -> str:
-    if not path:
-        return "?"
-    if os.path.isabs(path):
-        rel = os.path.relpath(path)
-        return rel if not rel.startswith("..") else path
-    return path
+def build(run, attribution: RunAttribution, links: Links | None = None, lint_errors=(), linted=()) -> Report:
+    links = links or Links()
+    return Report(run, summarize(run), attribution, links, _groups(attribution, links),
+                  list(lint_errors), list(linted))
 
 
 def where(item_or_group) -> str:
     line = item_or_group.line
     return f"{show_path(item_or_group.file)}:{line}" if line is not None else "(library code only)"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _steps_text(steps: list[int]) -> str:
@@ -216,7 +198,7 @@ def _text_attribution(report: Report) -> list[str]:
                     out.append(f"      also {cause.kind} at {at}: {cause.before} → {cause.after}")
             if len(group.items) > 3:
                 out.append(f"    … and {len(group.items) - 3} more like these")
-            direct, nearby = _split(group.linked)
+            direct, nearby = split_direct(group.linked)
             shown = direct[:4] if direct else nearby[:3]
             if not group.recompiles_known:
                 continue  # not a recompile: nothing for the linter to have caught
@@ -228,9 +210,10 @@ def _text_attribution(report: Report) -> list[str]:
     if attr.host_syncs:
         out.append("")
         out.append("Value reads that cut steps into several graphs (host syncs):")
-        for s in attr.host_syncs:
-            out.append(f"    {show_path(s['file'])}:{s['line']} in {s['function']}: {s['steps']} of {s['of_steps']} steps"
-                       + (f"  | {s['code']}" if s["code"] else ""))
+        for h in attr.host_syncs:
+            code = h.source.code()
+            out.append(f"    {show_path(h.source.file)}:{h.source.line} in {h.source.function}: "
+                       f"{h.steps} of {h.of_steps} steps" + (f"  | {code}" if code else ""))
     first = attr.first_programs
     if first:
         out.append("")
@@ -250,15 +233,20 @@ def as_json(report: Report) -> dict:
     data = json_report(report.run)
     attr = report.attribution
     data["attribution"] = {"available": attr.available, "reason": attr.reason, "warmup": attr.warmup}
-    data["recompiles"] = [i.to_json() for i in attr.recompiles]
+    links = report.links
+
+    def item_json(item) -> dict:
+        return {**item.to_json(), "findings": findings_json(links.of(item)), "linter_gap": links.is_gap(item)}
+
+    data["recompiles"] = [item_json(i) for i in attr.recompiles]
     data["by_line"] = [g.to_json() for g in report.groups]  # recompiles grouped, most expensive first
-    data["first_programs"] = [i.to_json() for i in attr.first_programs]
-    data["host_syncs"] = attr.host_syncs
+    data["first_programs"] = [item_json(i) for i in attr.first_programs]
+    data["host_syncs"] = [h.to_json() for h in attr.host_syncs]
     data["linter"] = {
         "files": report.linted,
         "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],
         "gaps": [{"step": i.step, "file": i.file, "line": i.line, "kind": i.kind}
-                 for i in attr.recompiles if i.linter_gap],
+                 for i in attr.recompiles if links.is_gap(i)],
     }
     return data
 
@@ -276,8 +264,7 @@ def markdown(report: Report) -> str:
     title = (f"{_plural(len(late), 'recompile')} after warm-up" if attr.available
              else f"{s['programs_after_warmup']} new programs after warm-up")
     out = [f"### detective: {title}", ""]
-    out.append(f"{_plural(s['steps_completed'], 'step')}, {_plural(s['total_unique_programs'], 'unique program')}, "
-               f"{s['total_compile_seconds']:.2f} s compiling; warm-up {s['warmup']} steps.")
+    out.append(f"{summary_line(s)}; warm-up {s['warmup']} steps.")
     if rows:
         out += ["", f"New programs per step: `{sparkline([r['new_programs'] or 0 for r in rows])}`"]
     if not attr.available:
@@ -298,7 +285,7 @@ def markdown(report: Report) -> str:
         for item in group.items:
             trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
             out.append(f"| {item.step} | {item.kind} | {_md(_change(item))} | `{trig}` |")
-        direct, nearby = _split(group.linked)
+        direct, nearby = split_direct(group.linked)
         out.append("")
         indent = ""
         if not direct and group.recompiles_known:
@@ -310,8 +297,8 @@ def markdown(report: Report) -> str:
     if attr.host_syncs:
         out += ["", "Value reads that cut steps into several graphs:", ""]
         for h in attr.host_syncs:
-            out.append(f"- `{show_path(h['file'])}:{h['line']}` in `{h['function']}`: {h['steps']} of "
-                       f"{h['of_steps']} steps — `{_md(h['code'])}`")
+            out.append(f"- `{show_path(h.source.file)}:{h.source.line}` in `{h.source.function}`: {h.steps} of "
+                       f"{h.of_steps} steps — `{_md(h.source.code())}`")
     return "\n".join(out) + "\n"
 
 
@@ -382,8 +369,7 @@ def html_page(report: Report) -> str:
     out = ["<!doctype html><html><head><meta charset='utf-8'>",
            f"<title>detective report: {e(run.dir)}</title><style>{_CSS}</style></head><body>",
            f"<h1>Recompilation report <span class='muted'>{e(run.dir)}</span></h1>",
-           f"<p>{_plural(s['steps_completed'], 'step')}, {_plural(s['total_unique_programs'], 'unique program')}, "
-           f"{s['total_compile_seconds']:.2f} s compiling; warm-up {s['warmup']} steps; "
+           f"<p>{e(summary_line(s))}; warm-up {s['warmup']} steps; "
            f"{s['programs_after_warmup']} new after warm-up.</p>",
            _svg(rows, s["warmup"])]
     if not attr.available:
@@ -410,7 +396,7 @@ def html_page(report: Report) -> str:
                 out.append(f"<tr><td>{item.step}</td><td>{e(item.kind)}</td><td>{e(_change(item))}{extra}</td>"
                            f"<td><code>{e(trig)}</code></td></tr>")
             out.append("</table>")
-            direct, nearby = _split(group.linked)
+            direct, nearby = split_direct(group.linked)
             if not direct and group.recompiles_known:
                 out.append(f"<p class='gap'>{e(GAP)}</p>")
             if nearby and not direct:
@@ -422,8 +408,9 @@ def html_page(report: Report) -> str:
     if attr.available and attr.host_syncs:
         out.append("<h2>Value reads that cut steps into several graphs</h2><ul>")
         for h in attr.host_syncs:
-            out.append(f"<li><code>{e(show_path(h['file']))}:{h['line']}</code> in <code>{e(h['function'])}</code>: "
-                       f"{h['steps']} of {h['of_steps']} steps<br><code>{e(h['code'] or '')}</code></li>")
+            out.append(f"<li><code>{e(show_path(h.source.file))}:{h.source.line}</code> in "
+                       f"<code>{e(h.source.function)}</code>: {h.steps} of {h.of_steps} steps<br>"
+                       f"<code>{e(h.source.code() or '')}</code></li>")
         out.append("</ul>")
     out.append("</body></html>\n")
     return "\n".join(out)

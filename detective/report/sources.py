@@ -9,13 +9,12 @@ cannot be found (moved, or run elsewhere) keeps its printed location.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import os
-import sysconfig
 from dataclasses import dataclass
 from functools import lru_cache
 
-LIBRARY_PACKAGES = ("torch", "torch_xla", "detective", "typing_extensions")
+from detective.runtime.library import is_library, library_roots
+
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "site-packages", "dist-packages", "node_modules",
               ".tox", ".nox", "build", "dist", ".detective", ".mypy_cache", ".pytest_cache"}
 _WALK_LIMIT = 20_000
@@ -33,42 +32,13 @@ class Source:
         return line_text(self.file, self.line) if self.found else None
 
 
-def _package_dirs() -> tuple[str, ...]:
-    dirs = []
-    for name in LIBRARY_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)  # finds, does not import
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.submodule_search_locations:
-            dirs += [os.path.join(os.path.realpath(p), "") for p in spec.submodule_search_locations]
-    return tuple(dirs)
-
-
-@lru_cache(maxsize=1)
-def library_roots() -> tuple[tuple[str, ...], str]:
-    return _package_dirs(), os.path.join(os.path.realpath(sysconfig.get_paths()["stdlib"]), "")
-
-
-def is_library(path: str) -> bool:
-    """torch, torch_xla, the detective or the standard library (not user code)."""
-    if not os.path.isabs(path):
-        return False
-    packages, stdlib = library_roots()
-    real = os.path.realpath(path)
-    if real.startswith(packages):
-        return True
-    parts = real.split(os.sep)
-    if any(p in ("site-packages", "dist-packages") for p in parts):
-        i = max(i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages"))
-        return i + 1 < len(parts) and parts[i + 1] in LIBRARY_PACKAGES
-    return real.startswith(stdlib)
-
-
 @lru_cache(maxsize=1)
 def _library_basenames() -> frozenset[str]:
     names: set[str] = set()
     for root in library_roots()[0]:
+        if not root.endswith(os.sep):
+            names.add(os.path.basename(root))  # a single-module library
+            continue
         for _, dirnames, filenames in os.walk(root):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             names.update(f for f in filenames if f.endswith(".py"))
@@ -108,33 +78,35 @@ def source_tree(path: str) -> ast.AST | None:
         return None
 
 
-def enclosing_function(path: str, line: int) -> str | None:
-    """Name of the innermost def/lambda/comprehension around ``line``; "<module>" at top level."""
+_SCOPE_NAMES = {ast.Lambda: "<lambda>", ast.DictComp: "<dictcomp>", ast.ListComp: "<listcomp>",
+                ast.SetComp: "<setcomp>", ast.GeneratorExp: "<genexpr>"}
+
+
+def innermost_scope(path: str, line: int, defs_only: bool = False) -> ast.AST | None:
+    """The innermost def (or, unless ``defs_only``, lambda or comprehension) around ``line``,
+    decorators included; None at module level or when the file cannot be parsed."""
     tree = source_tree(path)
     if tree is None:
         return None
-    best, best_span = "<module>", None
+    best, best_span = None, None
     for node in ast.walk(tree):
-        name = None
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            name = node.name
-        elif isinstance(node, ast.Lambda):
-            name = "<lambda>"
-        elif isinstance(node, ast.DictComp):
-            name = "<dictcomp>"
-        elif isinstance(node, ast.ListComp):
-            name = "<listcomp>"
-        elif isinstance(node, ast.SetComp):
-            name = "<setcomp>"
-        elif isinstance(node, ast.GeneratorExp):
-            name = "<genexpr>"
-        if name is None:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (defs_only or type(node) not in _SCOPE_NAMES):
             continue
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
         end = getattr(node, "end_lineno", None) or start
         if start <= line <= end and (best_span is None or end - start < best_span):
-            best, best_span = name, end - start
+            best, best_span = node, end - start
     return best
+
+
+def enclosing_function(path: str, line: int) -> str | None:
+    """Name of the innermost def/lambda/comprehension around ``line``; "<module>" at top level."""
+    if source_tree(path) is None:
+        return None
+    node = innermost_scope(path, line)
+    if node is None:
+        return "<module>"
+    return _SCOPE_NAMES.get(type(node)) or node.name
 
 
 def enclosing_branch(path: str, line: int) -> tuple[int, str] | None:
@@ -241,14 +213,17 @@ def _key(node: ast.AST) -> str | None:
 def python_values_feeding(path: str, line: int) -> list[tuple[int, str]]:
     """Assignments earlier in the same function to names used on ``line`` that compute a Python
     number on the host (the usual way a value gets baked into a graph): [(line, text)]."""
-    tree = source_tree(path)
-    if tree is None:
-        return []
-    func = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
-            if func is None or node.lineno > func.lineno:
-                func = node
+    return _assignments_feeding(path, line, numbers_only=True)
+
+
+def names_assigned_before(path: str, line: int) -> list[tuple[int, str]]:
+    """The latest assignments earlier in the same function to names used on ``line`` (what a
+    value read at ``line`` reads): [(line, text)]."""
+    return _assignments_feeding(path, line, numbers_only=False)
+
+
+def _assignments_feeding(path: str, line: int, numbers_only: bool) -> list[tuple[int, str]]:
+    func = innermost_scope(path, line, defs_only=True)
     if func is None:
         return []
     used = {_key(n) for n in ast.walk(func) if _key(n) and isinstance(n.ctx, ast.Load)
@@ -264,6 +239,6 @@ def python_values_feeding(path: str, line: int) -> list[tuple[int, str]]:
                         latest[key] = node
     out = {}
     for node in latest.values():
-        if _python_number_evidence(node.value):
+        if not numbers_only or _python_number_evidence(node.value):
             out[node.lineno] = line_text(path, node.lineno) or ""
     return sorted(out.items())

@@ -59,19 +59,6 @@ def versions(torch_xla_module=None) -> dict:
     }
 
 
-def library_dirs() -> tuple[str, ...]:
-    """Stdlib first, then torch_xla, torch, typing_extensions: frames there are not the user's line."""
-    import sysconfig
-
-    dirs = [os.path.join(sysconfig.get_paths()["stdlib"], "")]
-    for name in ("torch_xla", "torch", "typing_extensions"):
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            path = module.__file__
-            dirs.append(path if name == "typing_extensions" else os.path.join(os.path.dirname(path), ""))
-    return tuple(dirs)
-
-
 class _TorchXlaImportHook:
     """A meta-path finder that only answers for 'torch_xla', then steps aside."""
 
@@ -131,7 +118,6 @@ def _start_tracing(torch_xla_module) -> None:
             debug_file=os.environ["PT_XLA_DEBUG_FILE"],
             ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
             progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
-            library_dirs=library_dirs(),
         )
         tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
         hooks.install(xm, tracer.boundary)

@@ -62,7 +62,7 @@ def run(ctx, out_dir, mode, warmup, quiet, gate_after_step, max_new_programs, ma
         _fail(str(exc))
     if not quiet:
         from detective.runtime.record import load_run
-        from detective.runtime.report import text_report
+        from detective.report.steps import text_report
 
         click.echo(text_report(load_run(out_dir)), err=True)
     click.echo(f"detective: record in {out_dir} (detective report {out_dir})", err=True)

@@ -15,7 +15,7 @@ Events (every one has "event" and "pid"; steps and executions also "rank"):
     execution   step, index (order within the step), graph_hash, compiled (cache miss), new (first
                 compile of this hash in the run), compile_seconds, cause (torch_xla's wording),
                 graph_name, frames [{file, line, function}, innermost first], frames_truncated,
-                site (innermost frame outside torch/torch_xla/stdlib), inputs, outputs,
+                site (innermost frame outside library code, see runtime/library.py), inputs, outputs,
                 unexpected (full_graph violation), ir_path (diagnose, new graphs only)
     step        step, boundary (sync|mark_step|compile|loader|manual|exit), complete (false: the
                 run ended before the boundary), executions, compiled, cached, new_programs,
@@ -42,6 +42,38 @@ from detective.runtime.events import EVENTS_FILE
 
 RUN_FILE = "run.json"
 SCHEMA = 1
+# The public columns of ``Run.steps`` and ``Run.executions`` (keys of the step and execution events).
+STEP_COLUMNS = [
+    "step",
+    "executions",
+    "new_programs",
+    "unique_programs",
+    "compile_seconds",
+    "host_transfers",
+    "fallback_ops",
+    "complete",
+    "boundary",
+    "compiled",
+    "cached",
+    "duration_s",
+]
+EXECUTION_COLUMNS = [
+    "step",
+    "index",
+    "graph_hash",
+    "compiled",
+    "new",
+    "compile_seconds",
+    "cause",
+    "graph_name",
+    "site",
+    "frames",
+    "ir_path",
+    "inputs",
+    "outputs",
+    "pid",
+    "rank",
+]
 
 
 class RunNotFound(Exception):
@@ -130,16 +162,14 @@ class Run:
     @property
     def steps(self):
         """Per-step table (pandas DataFrame), one row per step."""
-        from detective.runtime.table import build_steps
+        import pandas as pd  # only for this table: the traced process never loads it
 
-        return build_steps(self)
+        return pd.DataFrame([{k: e.get(k) for k in STEP_COLUMNS} for e in self.step_events], columns=STEP_COLUMNS)
 
     @property
     def executions(self):
         """One row per graph execution (pandas DataFrame)."""
         import pandas as pd
-
-        from detective.runtime.table import EXECUTION_COLUMNS
 
         return pd.DataFrame(self.execution_events, columns=EXECUTION_COLUMNS)
 

@@ -16,6 +16,7 @@ import time
 
 from detective.runtime.debug_log import BlockCache, parse_saved_graphs
 from detective.runtime.events import EventWriter
+from detective.runtime.library import is_library
 from detective.runtime.metrics import MetricsProbe
 
 GRAPHS_DIR = "graphs"
@@ -109,7 +110,6 @@ class Tracer:
         debug_file: str | None,
         ir_file: str | None = None,
         progress: bool = False,
-        library_dirs: tuple[str, ...] = (),
     ):
         self.out_dir = out_dir
         self.mode = mode
@@ -120,7 +120,6 @@ class Tracer:
         self.ir_file = ir_file  # XLA_SAVE_TENSORS_FILE base path (diagnose mode)
         self.writer = EventWriter(os.path.join(out_dir, "events.jsonl"))
         self.progress = Progress(progress)
-        self.library_dirs = library_dirs
         self.pid = os.getpid()
         self.rank: int | None = None
         self.step = 0  # number of the step now running
@@ -346,20 +345,13 @@ class Tracer:
             head += f'"ir_path":{json.dumps(e["ir_path"])},'
         return head + block.encoded[1:]
 
-    def _user_frame(self, frames: list[dict]) -> dict | None:
-        """Innermost frame outside torch/torch_xla: the line of user code that triggered it."""
+    @staticmethod
+    def _user_frame(frames: list[dict]) -> dict | None:
+        """Innermost frame outside library code: the line of user code that triggered it."""
         for frame in frames:
-            if not self._is_library(frame["file"]):
+            if not is_library(frame["file"]):
                 return frame
         return frames[-1] if frames else None
-
-    def _is_library(self, file: str) -> bool:
-        if not self.library_dirs:
-            return False
-        stdlib, packages = self.library_dirs[0], self.library_dirs[1:]
-        if file.startswith(packages):
-            return True
-        return file.startswith(stdlib) and "site-packages" not in file  # not user packages under it
 
     @staticmethod
     def _fill_compile_seconds(events: list[dict], samples: list[float], new_samples: int) -> None:

@@ -132,7 +132,6 @@ class watch:
             debug_file=files.get("PT_XLA_DEBUG_FILE"),
             ir_file=files.get("XLA_SAVE_TENSORS_FILE"),
             progress=os.environ.get(child.ENV_PROGRESS) != "0" and sys.stderr.isatty(),
-            library_dirs=child.library_dirs(),
         )
         _drain_all(files)  # drop output from before this watch
         start = self.tracer.start_event("watch", child.versions(torch_xla), {"env": child.env_subset(os.environ)})

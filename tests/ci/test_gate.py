@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
+from helpers import REPO, detective
+
 from detective.ci.gate import FAIL, PASS, UNUSABLE, Budget, budget_from_config, evaluate
 from detective.runtime.record import Run
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def detective(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "detective", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
-
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
@@ -90,7 +82,7 @@ def test_junit_and_github_formats(runs):
     junit = detective("gate", str(runs["storm"]), "--after-step", "3", "--format", "junit")
     suite = ET.fromstring(junit.stdout)
     assert suite.get("failures") == "1"
-    failure = suite.find("testcase/failure")
+    failure = suite.find(".//testcase/failure")
     assert failure is not None and "allowed 0" in failure.get("message")
     github = detective("gate", str(runs["storm"]), "--after-step", "3", "--format", "github")
     lines = github.stdout.splitlines()

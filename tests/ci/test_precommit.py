@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 BROKEN = "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x.item()\n"
 CLEAN = "import torch\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
 

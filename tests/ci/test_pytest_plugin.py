@@ -61,3 +61,7 @@ def test_compile_budget_marker_and_fixture(pytester):
     assert "at test_budget.py:13 in run_steps" in text  # the torch_xla.sync() that compiled
     assert "FAILED test_budget.py::test_no_steps_cannot_pass" in text
     assert "the run recorded no steps" in text
+    # Each marked test recorded into its own tmp_path (under --basetemp), none elsewhere.
+    records = sorted(p.parent.parent.name for p in (pytester.path / "tmp").rglob("detective-run/run.json"))
+    assert records == ["test_fixture_gives_the_numbers0", "test_no_steps_cannot_pass0", "test_stable_loop_passes0",
+                       "test_storm_fails0"], records

@@ -6,7 +6,6 @@ from click.testing import CliRunner
 
 from detective.cli import cli
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

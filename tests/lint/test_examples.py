@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
-
 from detective.lint.config import Config
 from detective.lint.engine import lint_paths
-
-REPO = Path(__file__).resolve().parents[2]
+from helpers import REPO
 
 EXAMPLES = REPO / "examples" / "lint"
 MARK = re.compile(r"#.*?\b(RC\d{3})\b(?:.*?\b(RC\d{3})\b)?")

@@ -11,7 +11,8 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from runtime_support import SCRIPTS, STORMS
+from helpers import RUNTIME_SCRIPTS as SCRIPTS
+from helpers import STORMS
 
 
 @dataclass

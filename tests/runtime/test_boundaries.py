@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from runtime_support import SCRIPTS
+from helpers import RUNTIME_SCRIPTS as SCRIPTS
 
 from detective import load_run
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from runtime_support import detective
+from helpers import detective
 
 from detective import load_run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from runtime_support import STORMS, detective
+from helpers import STORMS, detective
 
 from detective import load_run
 

@@ -12,7 +12,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="detective.ci.bisect_step")
+    parser = argparse.ArgumentParser(prog="detective.ci.bisect_test_commit")
     parser.add_argument("--out-root", required=True)
     parser.add_argument("--mode", default="count")
     parser.add_argument("--budget", required=True)

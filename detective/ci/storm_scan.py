@@ -1,4 +1,5 @@
-"""Where did a long run start storming? The first step from which programs keep coming.
+"""Where did a long run start storming? A linear scan of its steps (`detective bisect-steps`)
+for the first step from which new programs keep coming.
 
 A run *settles* when it goes ``quiet`` steps in a row without a new program. Walking back
 from the last new program, the storm is the stretch of compile steps with no such quiet

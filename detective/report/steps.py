@@ -1,15 +1,46 @@
-"""Render a loaded run: the per-step table as text or JSON.
+"""The per-step table of a loaded run and its summary: facts, one summary line, text and JSON.
 
-Each renderer takes the loaded ``Run``; later sections (e.g. attribution) add their own
-functions here and are appended by ``text_report`` / ``json_report``.
+The one home of the table every command shows (`detective run`, `report`, the gate's context);
+:mod:`detective.report.render` builds on it for the attributed report.
 """
 
 from __future__ import annotations
 
-from detective.runtime.table import STEP_COLUMNS, summarize
+from detective.runtime.record import STEP_COLUMNS
 
 BOUNDARIES = "torch_xla.sync, xm.mark_step, the end of a torch_xla.compile call, or an MpDeviceLoader batch"
 JSON_STEP_KEYS = tuple(STEP_COLUMNS[: STEP_COLUMNS.index("complete") + 1])  # the table's public columns
+
+
+def summarize(run) -> dict:
+    """Whole-run facts a reader wants next to the table."""
+    steps = run.step_events
+    warmup = run.meta.get("warmup")
+    complete = [s for s in steps if s.get("complete", True)]
+    late = [s for s in steps if warmup is not None and s["step"] >= warmup and s["new_programs"]]
+    end = run.end
+    return {
+        "mode": run.meta.get("mode") or (run.start or {}).get("mode"),
+        "warmup": warmup,
+        "steps_completed": len(complete),
+        "unfinished_step": next((s["step"] for s in steps if not s.get("complete", True)), None),
+        "total_unique_programs": sum(s["new_programs"] for s in steps),
+        "total_compile_seconds": sum(s["compile_seconds"] for s in steps),
+        "programs_after_warmup": sum(s["new_programs"] for s in late),
+        "late_steps": [s["step"] for s in late],
+        "exit_code": run.meta.get("exit_code"),
+        "status": run.meta.get("status"),
+        "torch_xla_metrics": end["metrics"] if end else None,
+        "imported_torch_xla": run.start is not None,
+        "hashes": (run.start or {}).get("hashes"),
+    }
+
+
+def summary_line(summary: dict) -> str:
+    """"12 steps, 3 unique programs, 1.20 s compiling": the run in one line."""
+    return (f"{count(summary['steps_completed'], 'step')}, "
+            f"{count(summary['total_unique_programs'], 'unique program')}, "
+            f"{summary['total_compile_seconds']:.2f} s compiling")
 
 
 def ending(run, summary: dict) -> str | None:
@@ -31,7 +62,8 @@ def ending(run, summary: dict) -> str | None:
     return f"the run ended early: exit code {code}{where}"
 
 
-def _count(n: int, noun: str) -> str:
+def count(n: int, noun: str) -> str:
+    """"1 step", "2 steps"."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
@@ -91,11 +123,7 @@ def text_report(run) -> str:
             lines.append(f"0 steps completed: the script never reached a step boundary ({BOUNDARIES})")
         if summary["unfinished_step"] is not None:
             lines.append(f"* step {summary['unfinished_step']} never reached a step boundary (the run ended first)")
-        total = (
-            f"{_count(summary['steps_completed'], 'step')}, "
-            f"{_count(summary['total_unique_programs'], 'unique program')}, "
-            f"{summary['total_compile_seconds']:.2f} s compiling"
-        )
+        total = summary_line(summary)
         if warmup is not None:
             late, late_steps = summary["programs_after_warmup"], summary["late_steps"]
             total += (
