@@ -18,7 +18,7 @@ import pytest
 from helpers import REPO
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from detective.lint import context as walker
+from detective.lint import walker
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 
 SAMPLE = '''
@@ -83,17 +83,8 @@ class _Order(cst.CSTVisitor):
 
 
 def _walked(node, out):
-    """The walker's traversal (Context._walk without the rules): fields in its order, trivia skipped."""
-    out.append(node)
-    for name in walker._child_fields(type(node)):
-        value = getattr(node, name)
-        kind = walker._KIND.get(type(value)) or walker._classify(type(value))
-        if kind == 1:
-            _walked(value, out)
-        elif kind == 2:
-            for item in value:
-                if walker._classify(type(item)) == 1:
-                    _walked(item, out)
+    """The linter's traversal, recording every node it visits."""
+    walker.walk(node, lambda n: out.append(n) or True, lambda n: None)
 
 
 @pytest.mark.parametrize("index", range(3))
@@ -104,7 +95,7 @@ def test_walker_visits_what_libcst_visits_in_the_same_order(index):
         module = cst.parse_module(source)
         order = _Order()
         module.visit(order)
-        expected = [n for n in order.nodes if walker._classify(type(n)) == 1]
+        expected = [n for n in order.nodes if not isinstance(n, walker._TRIVIA)]
         got: list = []
         _walked(module, got)
         assert [type(n).__name__ for n in got] == [type(n).__name__ for n in expected]
