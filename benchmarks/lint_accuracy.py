@@ -373,6 +373,11 @@ def draw_sample(
 # --- output ------------------------------------------------------------------------------
 
 
+def short_commit(commit: str) -> str:
+    head, plus, rest = commit.partition("+")
+    return head[:12] + plus + rest
+
+
 def fmt(x: float | None) -> str:
     return "  -  " if x is None else f"{x:.2f}"
 
@@ -501,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         if sample_rows:
             sp = sample_precision(sample_rows)
             results["sample"] = sp
-            commits = sorted({r.get("linter_commit", "")[:12] for r in sample_rows})
+            commits = sorted({short_commit(r.get("linter_commit", "")) for r in sample_rows})
             print(f"\nrandom sample of whole-repository findings, judged by reading "
                   f"({len(sample_rows)} findings, linter {', '.join(c or '?' for c in commits)})")
             print(f"  {'rule':6} {'prec':>5} {'right':>5} {'wrong':>5} {'unclr':>5}")
