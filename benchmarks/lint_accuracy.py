@@ -299,7 +299,7 @@ def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: d
             outcome = "tp" if flagged else "fn"
         else:
             outcome = "fp" if flagged else "tn"
-        for key in (site.rule, "all"):
+        for key in (site.rule, "all", f"repo:{site.repo}"):
             counts[key][outcome] += 1
         outcomes.append({"site": site, "outcome": outcome, "other_codes": other})
     table = {}
@@ -382,14 +382,19 @@ def fmt(x: float | None) -> str:
     return "  -  " if x is None else f"{x:.2f}"
 
 
-def print_table(title: str, table: dict) -> None:
+def print_table(title: str, table: dict, by_repo: bool = False) -> None:
     print(f"\n{title}")
     print(f"  {'rule':6} {'prec':>5} {'recall':>6} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
-    for key in sorted(k for k in table if k != "all") + ["all"]:
+    rules = sorted(k for k in table if k != "all" and not k.startswith("repo:"))
+    for key in rules + ["all"]:
         if key not in table:
             continue
         r = table[key]
         print(f"  {key:6} {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}")
+    if by_repo:
+        for key in sorted(k for k in table if k.startswith("repo:")):
+            r = table[key]
+            print(f"  {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}  {key[5:]}")
 
 
 def print_outcomes(setting: str, outcomes: list[dict]) -> None:
@@ -415,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per lint run")
     ap.add_argument("--list", action="store_true", help="print every miss and false positive")
+    ap.add_argument("--by-repo", action="store_true", help="also print precision and recall per repository")
     ap.add_argument("--json", type=Path, help="also write the full results as JSON here")
     ap.add_argument("--draw-sample", type=int, metavar="N", help="write N whole-repository findings drawn at random to --sample-out")
     ap.add_argument("--seed", type=int, default=9)
@@ -499,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
                 "false_positives": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fp"],
             }
             print_table(f"{SETTING_TITLES[setting]}: precision and recall on labelled sites "
-                        f"({results['settings'][setting]['findings']} findings in all)", scored["table"])
+                        f"({results['settings'][setting]['findings']} findings in all)", scored["table"], args.by_repo)
             if args.list:
                 print_outcomes(setting, scored["outcomes"])
 
