@@ -59,6 +59,7 @@ class Site:
     verdict: str  # "trigger" | "silent"
     line_sha256: str
     note: str
+    split: str = "dev"
 
     @property
     def rule(self) -> str:
@@ -95,6 +96,7 @@ def read_manifest(path: Path) -> list[Site]:
                     verdict=row["verdict"],
                     line_sha256=row["line_sha256"],
                     note=row["note"],
+                    split=row.get("split") or "dev",
                 )
             )
     return sites
@@ -299,7 +301,7 @@ def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: d
             outcome = "tp" if flagged else "fn"
         else:
             outcome = "fp" if flagged else "tn"
-        for key in (site.rule, "all", f"repo:{site.repo}"):
+        for key in (site.rule, "all", f"repo:{site.repo}", f"split:{site.split}"):
             counts[key][outcome] += 1
         outcomes.append({"site": site, "outcome": outcome, "other_codes": other})
     table = {}
@@ -385,12 +387,17 @@ def fmt(x: float | None) -> str:
 def print_table(title: str, table: dict, by_repo: bool = False) -> None:
     print(f"\n{title}")
     print(f"  {'rule':6} {'prec':>5} {'recall':>6} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
-    rules = sorted(k for k in table if k != "all" and not k.startswith("repo:"))
+    rules = sorted(k for k in table if k != "all" and ":" not in k)
     for key in rules + ["all"]:
         if key not in table:
             continue
         r = table[key]
         print(f"  {key:6} {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}")
+    splits = sorted(k for k in table if k.startswith("split:"))
+    if len(splits) > 1:
+        for key in splits:
+            r = table[key]
+            print(f"  {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}  {key[6:]} sites only")
     if by_repo:
         for key in sorted(k for k in table if k.startswith("repo:")):
             r = table[key]
@@ -417,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter whose detective is measured")
     ap.add_argument("--settings", default="files,repo", help="files, repo or both (comma-separated)")
     ap.add_argument("--repos", default="", help="only these owner/name (comma-separated)")
+    ap.add_argument("--split", default="", help="only sites of this split (dev, heldout)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per lint run")
     ap.add_argument("--list", action="store_true", help="print every miss and false positive")
@@ -442,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.repos:
         wanted = set(args.repos.split(","))
         sites = [s for s in sites if s.repo in wanted]
+    if args.split:
+        sites = [s for s in sites if s.split == args.split]
     sample_rows = read_sample(args.sample)
     if args.repos:
         sample_rows = [r for r in sample_rows if r["repo"] in wanted]
