@@ -119,6 +119,9 @@ def step(x):
         func = node.func
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
+            # Asked for its evidence only: a receiver taken for a tensor on trust (bound from
+            # a helper's or NumPy's result) makes the finding stand only if it is one.
+            context.is_tensor(func.value)
             self.report(node, f"`.{method}()` reads a tensor value on the host", subject=f".{method}()")
             return
         if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):
@@ -132,13 +135,23 @@ def step(x):
                         subject=method)
             return
         if isinstance(func, cst.Name):
-            if func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
+            if func.value in {"min", "max"} and len(node.args) > 1 and any(
+                context.is_tensor(a.value) for a in node.args
+            ):
+                self.report(node, f"`{func.value}()` with a tensor operand compares tensor values on the host",
+                            subject=f"{func.value}()")
+            elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
                 self.report(node, f"`{func.value}()` of a tensor reads its value on the host",
                             subject=f"{func.value}()")
             elif func.value == "print" and any(
                 context.is_tensor(a.value) for a in node.args if not isinstance(a.value, cst.FormattedString)
             ):
                 self.report(node, "printing a tensor reads its value on the host")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if self.context.reads_in_operator(node) and not self.context.after_sync():
+            self.report(node, "`in` on a tensor (`Tensor.__contains__`) reads its values on the host",
+                        subject="in")
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
         if self.context.is_tensor(node.expression) and not self.context.after_sync():

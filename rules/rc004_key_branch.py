@@ -16,8 +16,10 @@ class KeyBranch(Rule):
     ## What it does
     Flags `if`/`while`/ternaries whose condition tests whether an input mapping carries a
     key: `"mask" in batch`, `"mask" not in inputs`, `batch.get("mask") is not None`,
-    `if batch.get("mask"):`, `hasattr(batch, "mask")`. The mapping must be data that comes
-    in per call: a parameter of the function or the loop variable of a step loop.
+    `if batch.get("mask"):`, `batch.pop("mask", None)`, also on nested mappings
+    (`"attention_mask" in batch["encoder"]`). The mapping must be data that comes in per
+    call: a parameter of the function or the loop variable of a step loop. `hasattr(obj,
+    "name")` is not a key test (it asks about a module, weight or config attribute).
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so every
@@ -132,10 +134,8 @@ def train(model, loader):
                         return found
             return None
         if isinstance(test, cst.Call):
-            if isinstance(test.func, cst.Name) and test.func.value == "hasattr" and len(test.args) == 2:
-                container = self._data_mapping(test.args[0].value)
-                key = T.literal_string(test.args[1].value)
-                return (container, key) if container and key else None
+            # hasattr(obj, "name") asks about an attribute of a module, weight or config,
+            # not about a key of the input mapping: never a key branch.
             return self._get_call(test)
         return None
 
@@ -143,7 +143,7 @@ def train(model, loader):
         if (
             isinstance(node, cst.Call)
             and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value == "get"
+            and (node.func.attr.value == "get" or (node.func.attr.value == "pop" and len(node.args) == 2))
             and node.args
         ):
             container = self._data_mapping(node.func.value)
@@ -153,8 +153,17 @@ def train(model, loader):
         return None
 
     def _data_mapping(self, node: cst.BaseExpression) -> str | None:
+        """The input mapping ``node`` names: ``batch``, ``batch.keys()``, ``sample["net_input"]``."""
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "keys":
             node = node.func.value
+        keys = []
+        while isinstance(node, cst.Subscript) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index):
+            key = T.literal_string(node.slice[0].slice.value)
+            if key is None:
+                return None
+            keys.append(key)
+            node = node.value
         if isinstance(node, cst.Name) and node.value in self.context.function.data_names:
-            return node.value
+            return node.value + "".join(f"[{k!r}]" for k in reversed(keys))
         return None

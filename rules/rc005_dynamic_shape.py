@@ -103,9 +103,10 @@ class Net(torch.nn.Module):
         context = self.context
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and context.is_bool_tensor(index.value):
+            if isinstance(index, cst.Index) and context.is_mask(index.value):
                 if context.is_tensor(node.value) or _unknown_receiver(node.value):
-                    self.report(node, "boolean-mask indexing: the result's length depends on the mask's values")
+                    self.report(node, "boolean-mask indexing: the result's length depends on the mask's values",
+                                subject=_text(index.value))
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -141,6 +142,19 @@ class Net(torch.nn.Module):
 
 def _data_dependent(node: cst.BaseExpression, context) -> bool:
     return context.is_tensor(node) or context.is_host_value(node)
+
+
+def _text(node: cst.BaseExpression) -> str:
+    """``mask``, ``~self.keep``: what a finding on a mask is about, when it is a name."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+        inner = _text(node.expression)
+        return f"~{inner}" if inner else ""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _text(node.value)
+        return f"{base}.{node.attr.value}" if base else ""
+    return ""
 
 
 def _unknown_receiver(node: cst.BaseExpression) -> bool:

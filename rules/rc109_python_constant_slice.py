@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
 from detective.lint import policy as P
 from detective.lint.rule import Invalid, Rule, Valid
 
 SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
+NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
 
 
@@ -178,6 +180,13 @@ for step in range(10):
                         return
 
     def visit_Call(self, node: cst.Call) -> None:
+        method = T.call_method_name(node)
+        if method in NEW_FACTORIES and self.context.is_tensor(node.func.value):
+            sizes = [a.value for a in node.args if a.keyword is None and not a.star]
+            for size in sizes[:1] if method == "new_full" else sizes:
+                if self._check(size, node, f"`.{method}()` size", f".{method}()"):
+                    return
+            return
         dotted = self.context.resolve(node.func) or ""
         if not (dotted.startswith("torch.") and dotted.count(".") == 1
                 and dotted.rsplit(".", 1)[-1] in SIZED_FACTORIES):
@@ -199,6 +208,12 @@ for step in range(10):
         if attr is not None and self.context.cls is not None:
             self._self_slices.append((node, attr, what, label, self.context.scope.qualname,
                                       self.context.cls))
+            # self.n * capacity: the attribute is judged at the end of the class; the other
+            # operands still count now.
+            why, name = self._why(expr)
+            if why:
+                self.report(node, f"{what} computed from {why}, which changes from call to call: each new "
+                            "value is a new graph; pad to a fixed size or mask instead", subject=label or name)
             return True
         counter = self._loop_counter(expr)
         if counter is not None:

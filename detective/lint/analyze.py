@@ -73,6 +73,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           imports=dict(model.imports), imports_xla=model.imports_xla,
                           module_imports=sorted(set(model.module_imports)))
     for qualname, scope in model.scopes.items():
+        scope.return_calls = [t for t in (_resolve_local(model, c, qualname) for c in scope.return_calls) if t]
         anchor = model.anchors.get(qualname)
         if anchor is not None:
             scope.line = where(anchor)[0]
@@ -105,7 +106,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target, 0), reason))
 
     for item in candidates:
-        code, message, node, extras, subject = item.payload
+        code, message, node, extras, subject, assumes = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -118,9 +119,14 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             after = tuple(t for t in (_resolve_local(model, c, item.scope) for c in after_calls) if t)
             if after_calls and not after:
                 continue  # it depended on calls, and none can lead into the project
+        trusted = ()
+        if assumes:
+            trusted = tuple(t for t in (_resolve_local(model, a, item.scope) for a in assumes) if t)
+            if not trusted:
+                continue  # it took for tensors only calls that cannot lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after,
-                                            subject=subject))
+                                            subject=subject, assumes=trusted))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

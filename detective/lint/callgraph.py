@@ -47,6 +47,8 @@ class Project:
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
         self._class_kind: dict[Node, str | None] = {}
+        self._methods: dict[str, list[Node]] | None = None
+        self._returns: dict[Node, bool] = {}
         self._graph: tuple[dict, dict] | None = None
         self._xla: set[str] | None = None
 
@@ -69,7 +71,9 @@ class Project:
                 parts = [parts[0], "__call__"]  # self.block(x): a callable attribute
             attr_class = self._attr_class((origin.path, class_name), parts[0])
             if attr_class is None:
-                return None
+                # self.dispatcher.dispatch(x) with the dispatcher built elsewhere: the one
+                # project method of that name, if there is exactly one.
+                return self._unique_method(parts[1])
             method = parts[1]
             found = self.find_method(attr_class, method)
             if found is None and method == "__call__":
@@ -152,6 +156,36 @@ class Project:
             if candidate in self.files[path].scopes:
                 return (path, candidate)
         return None
+
+    def returns_tensor(self, target: str, origin: FileSummary, class_name: str | None = None,
+                       depth: int = 0) -> bool:
+        """Does the project function a call target names return a tensor (its return
+        summary, following `return helper(x)` through other files)?"""
+        node = self.resolve(target, origin, class_name)
+        if node is None or depth > _MAX_DEPTH:
+            return False
+        if node in self._returns:
+            return self._returns[node]
+        self._returns[node] = False  # recursion
+        summary = self.files[node[0]]
+        scope = summary.scopes[node[1]]
+        result = scope.returns == "tensor" or any(
+            self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in scope.return_calls)
+        self._returns[node] = result
+        return result
+
+    def _unique_method(self, method: str) -> Node | None:
+        if method.startswith("__") or method in TRACED_METHODS:
+            return None
+        if self._methods is None:
+            self._methods = {}
+            for summary in self.files.values():
+                for qualname, info in summary.classes.items():
+                    for name in set(info.methods):
+                        if f"{qualname}.{name}" in summary.scopes:
+                            self._methods.setdefault(name, []).append((summary.path, f"{qualname}.{name}"))
+        found = self._methods.get(method, ())
+        return found[0] if len(found) == 1 else None
 
     def _attr_class(self, cls: Node, attr: str) -> Node | None:
         for path, qualname in self.mro(cls):

@@ -10,7 +10,7 @@ is reversed: rules' ``leave_<Node>`` first, so they still see the state inside t
 rebound), then facts, then regions and the model.
 
 Rule-facing API (kept stable; see :mod:`detective.lint.rule`):
-``resolve``, ``call_target``, ``is_tensor``, ``is_bool_tensor``, ``reads_tensor_value``,
+``resolve``, ``call_target``, ``is_tensor``, ``is_bool_tensor``, ``is_mask``, ``reads_in_operator``, ``reads_tensor_value``,
 ``is_host_value``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
 (``tensor_attrs``, ``number_attrs``), ``class_stack``, ``current_region()``,
 ``region_is_step()``, ``facts[FactsClass]`` and ``report`` (through ``Rule.report``).
@@ -37,6 +37,8 @@ class Context:
         self.call_target = model.call_target
         self.is_tensor = infer.is_tensor
         self.is_bool_tensor = infer.is_bool_tensor
+        self.is_mask = infer.is_mask
+        self.reads_in_operator = infer.reads_in_operator
         self.reads_tensor_value = infer.reads_tensor_value
         self.is_host_value = infer.is_host_value
         self.current_region = regions.current
@@ -44,6 +46,7 @@ class Context:
         self.region_is_step = regions.is_step
         self.functions = model.functions
         self.class_stack = model.class_stack
+        self._assumed = infer.assumed
         self.facts = {}
         for rule_class in rule_classes:
             for facts_class in rule_class.facts:
@@ -73,7 +76,8 @@ class Context:
         if self.regions.dead_depth:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
-        self.regions.report((code, message, node, extras, subject), scope, at_index)
+        assumes = tuple(dict.fromkeys(self._assumed))
+        self.regions.report((code, message, node, extras, subject, assumes), scope, at_index)
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: cst.Module) -> None:
@@ -82,10 +86,16 @@ class Context:
     def _on_visit(self, node: cst.CSTNode) -> bool:
         name = type(node).__name__
         self.regions.track(node)
+        assumed = self._assumed
         for fn in self._visit.get(name, ()):
+            assumed.clear()
             fn(node)
         return name not in SKIP_CHILDREN
 
     def _on_leave(self, node: cst.CSTNode) -> None:
+        assumed = self._assumed
         for fn in self._leave.get(type(node).__name__, ()):
+            assumed.clear()
             fn(node)
+        if self.regions.dead_depth:
+            self.regions.untrack(node)

@@ -297,6 +297,8 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             if suppressed is None or candidate.code in suppressed:
                 continue
             rule = rules[candidate.code]
+            if candidate.assumes and not _assumptions_hold(project, summary, candidate):
+                continue
             chain: tuple[ChainLink, ...] = ()
             message = candidate.message
             if rule.applies_to == "region":
@@ -324,6 +326,12 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                                     subject=candidate.subject))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
+
+
+def _assumptions_hold(project: Project, summary: FileSummary, candidate) -> bool:
+    scope = summary.scopes.get(candidate.scope)
+    class_name = scope.class_name if scope is not None else None
+    return any(project.returns_tensor(t, summary, class_name) for t in candidate.assumes)
 
 
 def _describe(project: Project, node: tuple[str, str]) -> ChainLink:

@@ -12,30 +12,99 @@ import libcst as cst
 
 from detective.lint import tensors as T
 
-NON_TENSOR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes", "dict", "list", "tuple"})
+NON_TENSOR_ANNOTATIONS = frozenset({
+    "int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set", "Dict", "List", "Tuple",
+    "Set", "Mapping", "MutableMapping", "Sequence", "Iterable", "Callable", "Any", "Module",
+})
+# forward(self, x, name=None, return_all=None): parameters named like options, not tensors.
+OPTION_PREFIXES = ("return_", "use_", "is_", "has_", "output_", "need_", "enable_", "with_", "skip_",
+                   "apply_", "do_", "num_", "n_")
+OPTION_SUFFIXES = ("_name", "_type", "_mode", "_only", "_flag", "_state", "_cache", "_degree",
+                   "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx")
+OPTION_NAMES = frozenset({"name", "mode", "key", "task", "config", "cfg", "kwargs", "args", "step",
+                          "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx"})
+MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
+MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "_count", "_prob",
+                 "_probs", "_ratio", "_type", "_token", "_fn")
+
+
+# Builtins and math functions that turn a tensor operand into a Python number.
+HOST_BUILTINS = frozenset({"int", "float", "round", "len", "min", "max", "math.ceil",
+                           "math.floor", "math.sqrt", "math.log", "math.log2", "ceil", "floor"})
+
+
+def _annotation_names(node: cst.BaseExpression) -> set[str]:
+    """Every name in an annotation: ``Optional[Dict[str, Tensor]]`` -> {Optional, Dict, str, Tensor}."""
+    names = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.Name):
+            names.add(current.value)
+        elif isinstance(current, cst.Attribute):
+            names.add(current.attr.value)
+        elif isinstance(current, cst.Subscript):
+            stack.append(current.value)
+            stack += [e.slice.value for e in current.slice if isinstance(e.slice, cst.Index)]
+        elif isinstance(current, cst.BinaryOperation):  # X | None
+            stack += [current.left, current.right]
+        elif isinstance(current, (cst.SimpleString,)):
+            names |= set(str(current.evaluated_value or "").replace("[", " ").replace("]", " ")
+                         .replace(",", " ").replace(".", " ").split())
+    return names - {"Optional", "Union", "None"}
 
 
 class TensorInference:
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
+        # Call targets the answers since the last clear() took for tensors on trust: the
+        # project's own helpers, whose return summaries are only known across files.
+        self.assumed: list[str] = []
 
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         annotation = param.annotation
         if annotation is not None:
-            dotted = self.model.resolve(annotation.annotation) or ""
-            if dotted.endswith("Tensor"):
+            names = _annotation_names(annotation.annotation)
+            if any(n.endswith("Tensor") for n in names):
                 return True
-            if dotted in NON_TENSOR_ANNOTATIONS or not is_forward:
+            if names & NON_TENSOR_ANNOTATIONS or not is_forward:
                 return False
         if not is_forward:
+            return False
+        name = param.name.value
+        if name in OPTION_NAMES or name.startswith(OPTION_PREFIXES) or name.endswith(OPTION_SUFFIXES):
             return False
         default = param.default
         return default is None or (isinstance(default, cst.Name) and default.value == "None")
 
+    def is_mask(self, node: cst.BaseExpression) -> bool:
+        """Used as an index, is this a boolean mask? Evidence as for :meth:`is_bool_tensor`,
+        plus names bound from comparisons (``chosen = top == i``) and names that say so
+        (``padding_mask``, ``~masked_tokens``)."""
+        if self.is_bool_tensor(node):
+            return True
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
+            return self.is_mask(node.expression)
+        function = self.model.function
+        if isinstance(node, cst.Name) and node.value in function.compare_names:
+            return True
+        name = node.value if isinstance(node, cst.Name) else (
+            node.attr.value if isinstance(node, cst.Attribute) else None)
+        if name is None or name in function.host_names:
+            return False
+        lowered = name.lower()
+        return "mask" in lowered and not lowered.endswith(MASK_SUFFIXES)
+
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         model = self.model
         if isinstance(node, cst.Name):
-            return node.value in model.function.tensor_names
+            function = model.function
+            if node.value not in function.tensor_names:
+                return False
+            trusted = function.assumed_names.get(node.value)
+            if trusted:
+                self.assumed.extend(trusted)
+            return True
         if isinstance(node, cst.Attribute):
             attr = node.attr.value
             if attr in T.NON_TENSOR_ATTRIBUTES:
@@ -47,16 +116,20 @@ class TensorInference:
         if isinstance(node, cst.Call):
             return self._call_is_tensor(node)
         if isinstance(node, cst.Subscript):
-            if self.is_tensor(node.value):
+            value = node.value
+            if self.is_tensor(value):
                 return True
-            # batch["input_ids"]: an element of a mapping that came in as data.
-            return (
-                isinstance(node.value, cst.Name)
-                and node.value.value in model.function.data_names
-                and len(node.slice) == 1
-                and isinstance(node.slice[0].slice, cst.Index)
-                and T.literal_string(node.slice[0].slice.value) is not None
-            )
+            if isinstance(value, cst.Name) and value.value in model.function.container_names:
+                return True  # out["loss"] of a model's output, or a dict filled with tensors
+            # batch["input_ids"], batch["net_input"]["mask"]: an element of a mapping that
+            # came in as data (a string field compared with a string is no tensor: see
+            # _comparison_on_tensor).
+            if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) \
+                    or T.literal_string(node.slice[0].slice.value) is None:
+                return False
+            while isinstance(value, cst.Subscript):
+                value = value.value
+            return isinstance(value, cst.Name) and value.value in model.function.data_names
         if isinstance(node, cst.BinaryOperation):
             return self.is_tensor(node.left) or self.is_tensor(node.right)
         if isinstance(node, cst.UnaryOperation):
@@ -105,7 +178,9 @@ class TensorInference:
             method = T.call_method_name(node)
             if method in {"item", "tolist"}:
                 return True
-            if isinstance(node.func, cst.Name) and node.func.value in {"int", "float", "round", "len"}:
+            func = node.func
+            name = func.value if isinstance(func, cst.Name) else (self.model.resolve(func) or "")
+            if name in HOST_BUILTINS:
                 return any(self.is_tensor(a.value) or self.is_host_value(a.value) for a in node.args)
             return False
         if isinstance(node, cst.BinaryOperation):
@@ -120,6 +195,17 @@ class TensorInference:
         dotted = self.model.resolve(func)
         if T.is_torch_name(dotted):
             return T.torch_call_returns_tensor(dotted)
+        if isinstance(func, (cst.Name, cst.Attribute)) and not (
+            isinstance(func, cst.Name) and (func.value in T.PY_BUILTINS_NOT_TENSOR
+                                            or func.value in self.model.function.tensor_names
+                                            or func.value in self.model.function.data_names)
+        ) and (isinstance(func, cst.Name) or self.model.is_import_alias(func)) and dotted \
+                and dotted.rsplit(".", 1)[-1][:1].islower():
+            # helper(x), utils.helper(x): a tensor if the project's helper returns one.
+            target = self.model.call_target(func)
+            if target is not None and not target.startswith("self."):
+                self.assumed.append(target)
+                return True
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if isinstance(func.value, cst.Name) and func.value.value == "self":
@@ -141,4 +227,13 @@ class TensorInference:
     def _comparison_on_tensor(self, node: cst.Comparison) -> bool:
         if not all(isinstance(t.operator, T.COMPARE_OPS) for t in node.comparisons):
             return False
-        return self.is_tensor(node.left) or any(self.is_tensor(t.comparator) for t in node.comparisons)
+        sides = [node.left, *(t.comparator for t in node.comparisons)]
+        if any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+               for s in sides):
+            return False  # batch["task"] == "qa": a string field
+        return any(self.is_tensor(side) for side in sides)
+
+    def reads_in_operator(self, node: cst.Comparison) -> bool:
+        """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host."""
+        return any(isinstance(t.operator, (cst.In, cst.NotIn)) and self.is_tensor(t.comparator)
+                   and T.literal_string(node.left) is None for t in node.comparisons)

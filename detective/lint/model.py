@@ -29,6 +29,9 @@ class Candidate:
     # What the finding is about, as shown in its message (`.item()`, `batch`,
     # `self.steps`): the end of a printed chain, and what the report joins on.
     subject: str = ""
+    # Call targets whose result the evidence took for a tensor (`if is_padded(m):`): the
+    # candidate stands when one of them returns a tensor (see Project.returns_tensor).
+    assumes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -57,6 +60,10 @@ class Scope:
     decorators: list[str] = field(default_factory=list)  # resolved dotted names
     calls: list[CallRef] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)  # facts rules record ("creates-xla-tensors")
+    # Return summary: "tensor" when some `return` gives a tensor; otherwise the calls whose
+    # results it returns (`return helper(x)`), decided across files.
+    returns: str = ""
+    return_calls: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -106,7 +113,8 @@ class FileSummary:
         summary.compile_targets = [(s, CallRef(**r), why) for s, r, why in data["compile_targets"]]
         summary.candidates = [
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
-                         "after_calls": tuple(c.get("after_calls", ()))})
+                         "after_calls": tuple(c.get("after_calls", ())),
+                         "assumes": tuple(c.get("assumes", ()))})
             for c in data["candidates"]
         ]
         summary.suppressions = {

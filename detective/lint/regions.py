@@ -82,11 +82,12 @@ class Regions:
         self.frames: list[list[RegionFrame]] = [[]]  # per function on the walk's stack
         self._loop_counts: list[int] = [0]
         self._step_withs: set[int] = set()
-        # Blocks on the walk's path: [statement index map, current index, index of a sync].
-        self._blocks: list[list] = [[{}, -1, None]]
-        self._dead: set[int] = set()  # blocks that never run under torch_xla (or once only)
+        # Blocks on the walk's path: [statement index map, current index, index of a sync,
+        # rest of the block dead (after an XLA early return)].
+        self._blocks: list[list] = [[{}, -1, None, False]]
+        self._dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
+        self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
         self.dead_depth = 0
-        self._closure_lambdas: set[int] = set()
 
     # ------------------------------------------------------------------ queries
     def current(self) -> RegionFrame | None:
@@ -122,6 +123,8 @@ class Regions:
         index = block[0].get(id(node))
         if index is not None:
             block[1] = index
+        if self._dead and id(node) in self._dead:
+            self.dead_depth += 1
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]
@@ -155,43 +158,66 @@ class Regions:
         self._loop_counts.pop()
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None])
-        self._enter_dead(node)
+        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, False])
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._blocks.pop()
-        self._leave_dead(node)
+        if self._blocks.pop()[3]:
+            self.dead_depth -= 1
 
-    def visit_Else(self, node) -> None:
-        self._enter_dead(node)
-
-    def leave_Else(self, node) -> None:
-        self._leave_dead(node)
-
-    def visit_Lambda(self, node) -> None:
-        self._enter_dead(node)
-
-    def leave_Lambda(self, node) -> None:
-        self._leave_dead(node)
-
-    def _enter_dead(self, node) -> None:
-        if id(node) in self._dead:
-            self.dead_depth += 1
-
-    def _leave_dead(self, node) -> None:
+    def untrack(self, node: cst.CSTNode) -> None:
+        """Called on leaving every node while some node is marked dead."""
         if id(node) in self._dead:
             self.dead_depth -= 1
 
     def visit_If(self, node: cst.If) -> None:
-        self._enter_dead(node)  # an elif whose chain is dead
-        sense = xla_sense(node.test, self.model.resolve)
+        sense = self._sense(node.test)
         if sense < 0:
             self._dead.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self._dead.add(id(node.orelse))
+        self._mark_short_circuit(node.test)
 
     def leave_If(self, node: cst.If) -> None:
-        self._leave_dead(node)
+        # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
+        if node.orelse is None and self._sense(node.test) > 0 and _ends_in_exit(node.body):
+            block = self._blocks[-1]
+            if not block[3]:
+                block[3] = True
+                self.dead_depth += 1
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        sense = self._sense(node.test)
+        if sense:
+            self._dead.add(id(node.body if sense < 0 else node.orelse))
+        self._mark_short_circuit(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._push(node, node.body, False)
+        self._mark_short_circuit(node.test)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # is_tpu = x.device.type == "xla"; self.xla = is_xla_tensor(x)
+        sense = self._sense(node.value)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if sense:
+                    self._xla_names[target.target.value] = sense
+                else:
+                    self._xla_names.pop(target.target.value, None)
+
+    def _mark_short_circuit(self, test: cst.BaseExpression) -> None:
+        """``is_xla_tensor(x) or m.any()``: the right side never runs on XLA."""
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+        if isinstance(test, cst.BooleanOperation):
+            left = self._sense(test.left)
+            if (left > 0 and isinstance(test.operator, cst.Or)) or (left < 0 and isinstance(test.operator, cst.And)):
+                self._dead.add(id(test.right))
+            self._mark_short_circuit(test.left)
+            self._mark_short_circuit(test.right)
+
+    def _sense(self, test: cst.BaseExpression) -> int:
+        return xla_sense(test, self.model.resolve, self._xla_names)
 
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
@@ -200,9 +226,6 @@ class Regions:
             isinstance(it, cst.Name) and it.value in self.model.function.loader_names
         )
         self._push(node, node.body, always)
-
-    def visit_While(self, node: cst.While) -> None:
-        self._push(node, node.body, False)
 
     def _push(self, node, body, always: bool, reason: str = "") -> None:
         stmts = block_statements(body)
@@ -316,16 +339,19 @@ class Regions:
             self.items.extend(rest)
 
 
-def xla_sense(test: cst.BaseExpression, resolve) -> int:
-    """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown."""
+def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
+    """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown.
+
+    ``names``: local names bound from such tests, with their sense."""
+    names = names or {}
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) \
                 and inner.value.value == "self" and "init" in inner.attr.value.lower():
             return -1  # if not self._initialized: one-time set-up, not traced every step
-        return -xla_sense(inner, resolve)
+        return -xla_sense(inner, resolve, names)
     if isinstance(test, cst.BooleanOperation):
-        left, right = xla_sense(test.left, resolve), xla_sense(test.right, resolve)
+        left, right = xla_sense(test.left, resolve, names), xla_sense(test.right, resolve, names)
         if isinstance(test.operator, cst.And):
             return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
         return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
@@ -335,20 +361,48 @@ def xla_sense(test: cst.BaseExpression, resolve) -> int:
             return 1
         return -1 if dotted in FALSE_ON_XLA else 0
     if isinstance(test, cst.Attribute):
-        return 1 if test.attr.value in XLA_FLAGS or test.attr.value == "is_xla" else 0
+        if test.attr.value in XLA_FLAGS:
+            return 1
+        return -1 if test.attr.value in {"is_cuda", "is_cpu", "is_mps"} else 0
     if isinstance(test, cst.Name):
-        return 1 if test.value in XLA_FLAGS else 0
+        return 1 if test.value in XLA_FLAGS else names.get(test.value, 0)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         sides = (test.left, target.comparator)
-        if any(T.literal_string(side) == "xla" for side in sides) and any(
-            _mentions_device(side) for side in sides
-        ):
-            if isinstance(target.operator, cst.Equal):
-                return 1
-            if isinstance(target.operator, cst.NotEqual):
-                return -1
+        kinds = {_device_literal(side) for side in sides} - {None}
+        if len(kinds) == 1 and any(_mentions_device(side) for side in sides):
+            on_xla = kinds.pop() == "xla"  # x.device.type == "xla" / == "cpu"
+            if isinstance(target.operator, (cst.Equal, cst.Is)):
+                return 1 if on_xla else -1
+            if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+                return -1 if on_xla else 1
     return 0
+
+
+def _device_literal(node: cst.BaseExpression) -> str | None:
+    """"xla", "cpu", "cuda", "mps" from a string or ``torch.device("cpu")``."""
+    if isinstance(node, cst.Call) and node.args and isinstance(node.func, (cst.Name, cst.Attribute)) \
+            and dotted_tail(node.func) == "device":
+        node = node.args[0].value
+    text = T.literal_string(node)
+    if text is None:
+        return None
+    head = text.split(":", 1)[0]
+    return head if head in {"xla", "cpu", "cuda", "mps"} else None
+
+
+def dotted_tail(node: cst.BaseExpression) -> str:
+    return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
+
+
+def _ends_in_exit(body: cst.BaseSuite) -> bool:
+    statements = block_statements(body)
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1]
+    return isinstance(last, (cst.Return, cst.Raise))
 
 
 def _mentions_device(node: cst.BaseExpression) -> bool:

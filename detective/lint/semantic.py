@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.inference import TensorInference
+from detective.lint.inference import MODEL_NAMES, TensorInference
 from detective.lint.model import ClassInfo, Scope
 
 COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
@@ -40,6 +40,9 @@ class FunctionFrame:
     bool_names: set[str] = field(default_factory=set)  # boolean tensors (masks)
     host_names: set[str] = field(default_factory=set)  # Python numbers read from tensors
     data_names: set[str] = field(default_factory=set)  # parameters and loop targets
+    compare_names: set[str] = field(default_factory=set)  # chosen = top == i: a mask if indexed
+    container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
+    assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
 
@@ -247,7 +250,7 @@ class SemanticModel:
 
     # ------------------------------------------------------------------ bindings
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
-                    host=False, data=False) -> None:
+                    host=False, data=False, compare=False, container=False) -> None:
         frame = self.function
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -260,25 +263,70 @@ class SemanticModel:
             return
         name = target.value
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
-                            (host, frame.host_names), (data, frame.data_names)):
+                            (host, frame.host_names), (data, frame.data_names),
+                            (compare, frame.compare_names), (container, frame.container_names)):
             (names.add if flag else names.discard)(name)
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
         infer = self.infer
+        infer.assumed.clear()
         tensor = infer.is_tensor(value)
+        trusted = tuple(infer.assumed) if tensor else ()
         boolean = tensor and infer.is_bool_tensor(value)
         host = not tensor and infer.is_host_value(value)
+        compare = not tensor and _compares_values(value)
+        container = not tensor and self._is_model_output(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
                 self._bind_attribute(target, value, tensor)
                 continue
-            self.bind_target(target, tensor=tensor, boolean=boolean, host=host)
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
+                self.function.container_names.add(target.value.value)  # d["k"] = tensor
+                continue
+            self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
+                             container=container)
+            self._trust(target, trusted)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
                     self.function.loader_names.add(target.value)
                 if called in XLA_COMPILE_CALLS and value.args:
                     self.function.compiled_names.add(target.value)
+
+    def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._trust(element.value, trusted)
+        elif isinstance(target, cst.Name):
+            if trusted:
+                self.function.assumed_names[target.value] = trusted
+            else:
+                self.function.assumed_names.pop(target.value, None)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        scope = self.scope
+        if value is None or scope.qualname == "<module>":
+            return
+        infer = self.infer
+        elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+        for element in elements:
+            infer.assumed.clear()
+            if infer.is_tensor(element):
+                if not infer.assumed:
+                    scope.returns = "tensor"
+                    return
+                scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
+
+    def _is_model_output(self, value: cst.BaseExpression) -> bool:
+        """``net_output = model(**sample["net_input"])``: a model passed in, called."""
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        name = func.value if isinstance(func, cst.Name) else None
+        if name is None or name not in self.function.data_names:
+            return False
+        return name in MODEL_NAMES or name.endswith("_model")
 
     def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool) -> None:
         cls = self.cls
@@ -299,7 +347,18 @@ class SemanticModel:
                 cls.info.attr_types[attr] = f"local:{dotted}" if local else dotted
 
     def visit_For(self, node: cst.For) -> None:
-        self.bind_target(node.target, data=True)
+        it = node.iter
+        target = node.target
+        method = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else ""
+        called = self.resolve(it.func) if isinstance(it, cst.Call) else None
+        if method in {"items", "keys"} or method.startswith("named_") or called == "range":
+            self.bind_target(target)  # keys, names and indices: not input data
+        elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+            self.bind_target(target.elements[0].value)
+            self.bind_target(target.elements[1].value, data=True)
+        else:
+            # for row in batch_tensor: each row is a tensor too.
+            self.bind_target(target, data=True, tensor=self.infer.is_tensor(it))
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -320,6 +379,17 @@ class SemanticModel:
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and self.infer.is_tensor(node.value):
             self.function.tensor_names.add(node.target.value)
+
+
+def _compares_values(value: cst.BaseExpression) -> bool:
+    """``top == i``, ``ids >= 0``: a comparison that is a mask when its operands are tensors."""
+    if not isinstance(value, cst.Comparison):
+        return False
+    if not all(isinstance(t.operator, T.COMPARE_OPS) for t in value.comparisons):
+        return False
+    sides = [value.left, *(t.comparator for t in value.comparisons)]
+    return not any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
 
 
 def dotted_name(node: cst.BaseExpression) -> str:
