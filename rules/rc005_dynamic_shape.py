@@ -131,6 +131,11 @@ class Net(torch.nn.Module):
             if k is not None and _data_dependent(k, context):
                 self.report(node, f"`{name}` with k read from tensor values: every new k is a new program",
                             subject=name)
+        elif name == "one_hot" and (dotted.endswith("functional.one_hot") or is_torch):
+            classes = keywords.get("num_classes", args[1].value if len(args) > 1 else None)
+            if classes is not None and _data_dependent(classes, context):
+                self.report(node, "`one_hot` with num_classes read from tensor values: every new value is a "
+                            "new shape", subject="one_hot")
         elif name == "repeat_interleave":
             repeats = keywords.get("repeats", args[offset].value if len(args) > offset else None)
             if is_torch and len(args) == 1 and not keywords:

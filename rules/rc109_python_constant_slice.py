@@ -155,6 +155,9 @@ for step in range(10):
         self._note_mutation(node.target)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self._loops and self._loop_counter(node.value) and not self.context.is_tensor(node.value):
+            for target in node.targets:  # index = max(-step, 1): derived from the counter
+                self._loops[-1][0].update(_target_names(target.target))
         for target in node.targets:
             if isinstance(node.value, cst.BinaryOperation):
                 self._note_mutation(target.target)

@@ -27,6 +27,7 @@ FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
 TRACED_METHODS = ("forward", "__call__")
 FUNCTION_METHODS = ("forward", "backward")
 _MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
+_MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
 
 
 @dataclass
@@ -73,7 +74,8 @@ class Project:
             if attr_class is None:
                 # self.dispatcher.dispatch(x) with the dispatcher built elsewhere: the one
                 # project method of that name, if there is exactly one.
-                return self._unique_method(parts[1])
+                found = self.methods_named(parts[1])
+                return found[0] if len(found) == 1 else None
             method = parts[1]
             found = self.find_method(attr_class, method)
             if found is None and method == "__call__":
@@ -174,9 +176,10 @@ class Project:
         self._returns[node] = result
         return result
 
-    def _unique_method(self, method: str) -> Node | None:
+    def methods_named(self, method: str) -> list[Node]:
+        """Project methods called ``method`` (none for dunders and forward/__call__)."""
         if method.startswith("__") or method in TRACED_METHODS:
-            return None
+            return []
         if self._methods is None:
             self._methods = {}
             for summary in self.files.values():
@@ -184,8 +187,7 @@ class Project:
                     for name in set(info.methods):
                         if f"{qualname}.{name}" in summary.scopes:
                             self._methods.setdefault(name, []).append((summary.path, f"{qualname}.{name}"))
-        found = self._methods.get(method, ())
-        return found[0] if len(found) == 1 else None
+        return self._methods.get(method, [])
 
     def _attr_class(self, cls: Node, attr: str) -> Node | None:
         for path, qualname in self.mro(cls):
@@ -275,6 +277,12 @@ class Project:
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         edges.add_edge(node, callee)
+                    elif call.target.count(".") == 2 and call.target.startswith("self."):
+                        # self.segmenter.logit_segment(...) with the attribute's class
+                        # unknown and a few same-named methods: any of them may run.
+                        candidates = self.methods_named(call.target.rsplit(".", 1)[1])
+                        if 1 < len(candidates) <= _MAX_SAME_NAMED:
+                            edges.add_edges_from((node, c) for c in candidates)
             for scope_name, ref, reason in summary.compile_targets:
                 class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
                 target = self.resolve(ref.target, summary, class_name)

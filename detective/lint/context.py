@@ -39,7 +39,7 @@ class Context:
         self.is_bool_tensor = infer.is_bool_tensor
         self.is_mask = infer.is_mask
         self.reads_in_operator = infer.reads_in_operator
-        self.reads_tensor_value = infer.reads_tensor_value
+        self.reads_tensor_value = lambda node: infer.reads_tensor_value(node, regions.dead)
         self.is_host_value = infer.is_host_value
         self.current_region = regions.current
         self.after_sync = regions.after_sync

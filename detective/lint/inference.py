@@ -33,6 +33,17 @@ HOST_BUILTINS = frozenset({"int", "float", "round", "len", "min", "max", "math.c
                            "math.floor", "math.sqrt", "math.log", "math.log2", "ceil", "floor"})
 
 
+def _compares_values(value: cst.BaseExpression) -> bool:
+    """``top == i``, ``ids >= 0``: a comparison that is a mask when its operands are tensors."""
+    if not isinstance(value, cst.Comparison):
+        return False
+    if not all(isinstance(t.operator, T.COMPARE_OPS) for t in value.comparisons):
+        return False
+    sides = [value.left, *(t.comparator for t in value.comparisons)]
+    return not any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+                   or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
+
+
 def _annotation_names(node: cst.BaseExpression) -> set[str]:
     """Every name in an annotation: ``Optional[Dict[str, Tensor]]`` -> {Optional, Dict, str, Tensor}."""
     names = set()
@@ -88,6 +99,8 @@ class TensorInference:
         function = self.model.function
         if isinstance(node, cst.Name) and node.value in function.compare_names:
             return True
+        if isinstance(node, cst.Comparison) and _compares_values(node):
+            return True  # ids[ids >= 0], lprobs[lprobs != lprobs]: a comparison as an index
         name = node.value if isinstance(node, cst.Name) else (
             node.attr.value if isinstance(node, cst.Attribute) else None)
         if name is None or name in function.host_names:
@@ -162,12 +175,16 @@ class TensorInference:
                 return True
         return False
 
-    def reads_tensor_value(self, node: cst.BaseExpression) -> bool:
-        """Does evaluating ``node`` for truth read a tensor's value on the host?"""
+    def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
+        """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
+        ``dead`` (ids of nodes never evaluated on XLA, e.g. after ``is_xla_tensor(x) or``)
+        do not count."""
+        if id(node) in dead:
+            return False
         if isinstance(node, cst.BooleanOperation):
-            return self.reads_tensor_value(node.left) or self.reads_tensor_value(node.right)
+            return self.reads_tensor_value(node.left, dead) or self.reads_tensor_value(node.right, dead)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            return self.reads_tensor_value(node.expression)
+            return self.reads_tensor_value(node.expression, dead)
         return self.is_tensor(node)
 
     def is_host_value(self, node: cst.BaseExpression) -> bool:

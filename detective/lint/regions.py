@@ -85,7 +85,7 @@ class Regions:
         # Blocks on the walk's path: [statement index map, current index, index of a sync,
         # rest of the block dead (after an XLA early return)].
         self._blocks: list[list] = [[{}, -1, None, False]]
-        self._dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
+        self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
         self.dead_depth = 0
 
@@ -123,7 +123,7 @@ class Regions:
         index = block[0].get(id(node))
         if index is not None:
             block[1] = index
-        if self._dead and id(node) in self._dead:
+        if self.dead and id(node) in self.dead:
             self.dead_depth += 1
 
     def record(self, item: Item, claimable: bool = True) -> None:
@@ -166,15 +166,15 @@ class Regions:
 
     def untrack(self, node: cst.CSTNode) -> None:
         """Called on leaving every node while some node is marked dead."""
-        if id(node) in self._dead:
+        if id(node) in self.dead:
             self.dead_depth -= 1
 
     def visit_If(self, node: cst.If) -> None:
         sense = self._sense(node.test)
         if sense < 0:
-            self._dead.add(id(node.body))
+            self.dead.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
-            self._dead.add(id(node.orelse))
+            self.dead.add(id(node.orelse))
         self._mark_short_circuit(node.test)
 
     def leave_If(self, node: cst.If) -> None:
@@ -188,7 +188,7 @@ class Regions:
     def visit_IfExp(self, node: cst.IfExp) -> None:
         sense = self._sense(node.test)
         if sense:
-            self._dead.add(id(node.body if sense < 0 else node.orelse))
+            self.dead.add(id(node.body if sense < 0 else node.orelse))
         self._mark_short_circuit(node.test)
 
     def visit_While(self, node: cst.While) -> None:
@@ -212,7 +212,7 @@ class Regions:
         if isinstance(test, cst.BooleanOperation):
             left = self._sense(test.left)
             if (left > 0 and isinstance(test.operator, cst.Or)) or (left < 0 and isinstance(test.operator, cst.And)):
-                self._dead.add(id(test.right))
+                self.dead.add(id(test.right))
             self._mark_short_circuit(test.left)
             self._mark_short_circuit(test.right)
 
@@ -263,7 +263,7 @@ class Regions:
         if dotted in STEP_CLOSURES and node.args:
             fn = node.args[0].value
             if isinstance(fn, cst.Lambda):
-                self._dead.add(id(fn))
+                self.dead.add(id(fn))
             else:
                 target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
                 if target is not None:
@@ -357,8 +357,11 @@ def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
         return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
     if isinstance(test, cst.Call):
         dotted = resolve(test.func) or ""
-        if dotted.endswith("is_xla_tensor"):
-            return 1
+        if dotted.endswith("is_xla_tensor") or dotted == "torch.is_tensor" or (
+            dotted == "isinstance" and len(test.args) == 2
+            and (resolve(test.args[1].value) or "").endswith("Tensor")
+        ):
+            return 1  # is_tensor(x) / isinstance(x, Tensor): true for the XLA tensor the code is about
         return -1 if dotted in FALSE_ON_XLA else 0
     if isinstance(test, cst.Attribute):
         if test.attr.value in XLA_FLAGS:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.inference import MODEL_NAMES, TensorInference
+from detective.lint.inference import MODEL_NAMES, TensorInference, _compares_values
 from detective.lint.model import ClassInfo, Scope
 
 COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
@@ -278,13 +278,14 @@ class SemanticModel:
         container = not tensor and self._is_model_output(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
-                self._bind_attribute(target, value, tensor)
+                # Attributes outlive the walk's program point: only definite tensors count.
+                self._bind_attribute(target, value, tensor and not trusted)
                 continue
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
                 self.function.container_names.add(target.value.value)  # d["k"] = tensor
                 continue
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
-                             container=container)
+                             container=container, data=self._is_data_element(value))
             self._trust(target, trusted)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
@@ -317,6 +318,17 @@ class SemanticModel:
                     scope.returns = "tensor"
                     return
                 scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
+
+    def _is_data_element(self, value: cst.BaseExpression) -> bool:
+        """``net_input = sample["net_input"]``: a nested mapping of the input is input too."""
+        if not isinstance(value, cst.Subscript):
+            return False
+        while isinstance(value, cst.Subscript):
+            if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index) \
+                    or T.literal_string(value.slice[0].slice.value) is None:
+                return False
+            value = value.value
+        return isinstance(value, cst.Name) and value.value in self.function.data_names
 
     def _is_model_output(self, value: cst.BaseExpression) -> bool:
         """``net_output = model(**sample["net_input"])``: a model passed in, called."""
@@ -379,17 +391,6 @@ class SemanticModel:
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and self.infer.is_tensor(node.value):
             self.function.tensor_names.add(node.target.value)
-
-
-def _compares_values(value: cst.BaseExpression) -> bool:
-    """``top == i``, ``ids >= 0``: a comparison that is a mask when its operands are tensors."""
-    if not isinstance(value, cst.Comparison):
-        return False
-    if not all(isinstance(t.operator, T.COMPARE_OPS) for t in value.comparisons):
-        return False
-    sides = [value.left, *(t.comparator for t in value.comparisons)]
-    return not any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-                   or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
 
 
 def dotted_name(node: cst.BaseExpression) -> str:

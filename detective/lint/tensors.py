@@ -67,7 +67,7 @@ TENSOR_ONLY_METHODS = frozenset(
 )
 # Results that are boolean tensors: evidence for mask indexing.
 BOOL_METHODS = frozenset(
-    {"bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not",
+    {"bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "any", "all",
      "logical_xor", "eq", "ne", "gt", "lt", "ge", "le", "isclose", "isin", "signbit"}
 )
 COMPARE_OPS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
