@@ -511,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             results["settings"][setting] = {
                 "table": scored["table"],
                 "findings": sum(len(v) for v in findings.values()),
+                "all_findings": findings,
                 "misses": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fn"],
                 "false_positives": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fp"],
             }
