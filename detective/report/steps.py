@@ -68,7 +68,11 @@ def count(n: int, noun: str) -> str:
 
 
 def step_rows(run) -> list[dict]:
-    return [{k: s.get(k) for k in JSON_STEP_KEYS} for s in run.step_events]
+    rows = [{k: s.get(k) for k in JSON_STEP_KEYS} for s in run.step_events]
+    if any("cache" in s for s in run.step_events):  # a persistent cache was set up
+        for row, s in zip(rows, run.step_events):
+            row["cache"] = s.get("cache")
+    return rows
 
 
 def json_report(run) -> dict:
@@ -85,6 +89,9 @@ def json_report(run) -> dict:
 
 def text_table(rows: list[dict], warmup: int | None) -> list[str]:
     head = ("step", "executions", "new programs", "unique programs", "compile s", "host transfers", "fallback ops")
+    with_cache = any("cache" in r for r in rows)
+    if with_cache:
+        head += ("persistent cache",)
     body = []
     for r in rows:
         body.append(
@@ -97,6 +104,7 @@ def text_table(rows: list[dict], warmup: int | None) -> list[str]:
                 str(r["host_transfers"]),
                 str(r["fallback_ops"]),
             )
+            + ((cache_cell(r.get("cache")),) if with_cache else ())
         )
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
@@ -133,9 +141,35 @@ def text_report(run) -> str:
                 else "; no new programs after warm-up"
             )
         lines.append(total)
+        lines += cache_lines(run)
         if summary["hashes"] is False:
             lines.append("note: torch_xla's debug output was unavailable; counts come from its metrics only")
     end = ending(run, summary)
     if end:
         lines.append(end)
     return "\n".join(lines)
+
+
+def cache_cell(cache: dict | None) -> str:
+    """A step's persistent-cache lookups: '2 loaded', '1 miss', '3 load failed', '-'."""
+    if not cache:
+        return "-"
+    parts = [f"{cache[key]} {label}" for key, label in
+             (("hits", "loaded"), ("misses", "miss"), ("deserialize_failures", "load failed")) if cache.get(key)]
+    return ", ".join(parts) or "-"
+
+
+def cache_lines(run) -> list[str]:
+    """One line about the persistent cache, and torch_xla's reason when files did not load."""
+    from detective.runtime.cache_summary import run_cache
+
+    cache = run_cache(run)
+    if not cache or not cache.get("path"):
+        return []
+    totals = cache.get("totals") or {}
+    counts = cache_cell(totals)
+    lines = [f"persistent cache {cache['path']}{' (read-only)' if cache.get('read_only') else ''}: "
+             + (counts if counts != "-" else "no lookups")]
+    for message in cache.get("messages") or []:
+        lines.append(f"  torch_xla: {message['text']} (x{message['count']})")
+    return lines

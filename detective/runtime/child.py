@@ -121,6 +121,9 @@ def _start_tracing(torch_xla_module) -> None:
         )
         tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
         hooks.install(xm, tracer.boundary)
+        import torch_xla.runtime as xr
+
+        tracer.cache.wrap_initialize_cache(xr, tracer.caller_site, tracer.writer.write)
         # Registered after torch_xla's own atexit handler, so it runs first, runtime still up.
         atexit.register(tracer.finish)
         _active.append(tracer)

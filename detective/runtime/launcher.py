@@ -15,8 +15,11 @@ from datetime import datetime, timezone
 
 import detective
 from detective.runtime import child
+from detective.runtime.cache_record import DESERIALIZE_MESSAGE
+from detective.runtime.cache_summary import summarize_cache
 from detective.runtime.events import EVENTS_FILE
 from detective.runtime.record import SCHEMA, main_pid, read_events, write_run_json
+from detective.runtime.stderr_tee import StderrTee
 
 BOOTSTRAP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap")
 DETECTIVE_HOME = os.path.dirname(os.path.dirname(os.path.abspath(detective.__file__)))
@@ -108,13 +111,18 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
         "status": "running",
     }
     prepare_out_dir(out_dir, meta)
+    tee = StderrTee((DESERIALIZE_MESSAGE,))  # torch_xla says why a cache file did not load only there
     try:
-        proc = subprocess.Popen(command, env=env)
+        proc = subprocess.Popen(command, env=env, stderr=tee.child_fd)
     except OSError as exc:
+        tee.abandon()
         raise LaunchError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
+    tee.start()
     returncode = _wait(proc)
+    stderr_lines = tee.finish()
     exit_code = returncode if returncode >= 0 else 128 - returncode
     meta = complete_meta(out_dir, meta, exit_code, proc.pid)
+    meta["cache"] = summarize_cache(read_events(out_dir)[0], meta["launcher_pid"], stderr_lines)
     write_run_json(out_dir, meta)
     if meta["status"] == "no_torch_xla":
         raise LaunchError(

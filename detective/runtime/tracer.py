@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from detective.runtime.cache_record import CacheRecorder, compile_env, configured
 from detective.runtime.debug_log import BlockCache, parse_saved_graphs
 from detective.runtime.events import EventWriter
 from detective.runtime.library import is_library
@@ -129,6 +130,7 @@ class Tracer:
         # (cache hits, debug text, encoded execution lines after "step") of the last steady step
         self._steady: tuple[int, str, list[str]] | None = None
         self._last_time = time.time()
+        self.cache = CacheRecorder(met)
         self._baseline = self._snapshot()
         if ir_file is not None:
             os.makedirs(os.path.join(out_dir, GRAPHS_DIR), exist_ok=True)
@@ -148,6 +150,7 @@ class Tracer:
             "compile_samples": samples,
             "transfers": self.probe.transfers(),
             "fallbacks": self.probe.fallbacks(),
+            "cache": self.cache.counts(),
         }
 
     def start_event(self, source: str, versions: dict, extra: dict | None = None) -> dict:
@@ -161,6 +164,7 @@ class Tracer:
             "python": sys.executable,
             "versions": versions,
             "hashes": self.debug_file is not None,
+            "cache": configured(),
             "time": time.time(),
             "baseline": {
                 "UncachedCompile": self._baseline["uncached"],
@@ -198,6 +202,7 @@ class Tracer:
                 "unique_programs": self.unique,
                 "time": time.time(),
                 "metrics": self.probe.totals(),
+                "cache": {"config": configured(), "compile_env": compile_env(), "totals": self.cache.counts()},
             }
         )
         self.writer.close()
@@ -212,6 +217,7 @@ class Tracer:
         hits = now["cached"] - before["cached"]
         debug_text = self._debug_tail.read_new() if self._debug_tail else ""
         steady = self._steady
+        cache = self.cache.step_cache(before["cache"], now["cache"])
         if compiled == 0 and steady is not None and steady[0] == hits and steady[1] == debug_text:
             # Same cache hits as last step, same blocks: only the step number changes.
             executed, new = hits, 0
@@ -222,11 +228,13 @@ class Tracer:
             executions = self._executions(debug_text, compiled + hits, compiled)
             executed = len(executions)
             new = self._mark_new(executions, now, before)
+            if cache is not None:
+                self.cache.classify(executions, cache, self.seen)
             if self.ir_file is not None:
                 self._save_graphs(executions)
             lines = [self._encode_execution(e) for e in executions]
             self._steady = None
-            if compiled == 0 and all(e["_block"] is not None for e in executions):
+            if compiled == 0 and all(e["_block"] is not None and "cache" not in e for e in executions):
                 self._steady = (hits, debug_text, [line.split(",", 2)[2] for line in lines])
         self.unique += new
         fallbacks = {
@@ -254,6 +262,8 @@ class Tracer:
             "pid": self.pid,
             "rank": self.rank,
         }
+        if cache is not None:
+            step_event["cache"] = cache
         lines.append(_encode_step(step_event))
         self.writer.write_lines(lines)  # one write per step
         self._baseline = now
@@ -343,6 +353,8 @@ class Tracer:
         )
         if "ir_path" in e:
             head += f'"ir_path":{json.dumps(e["ir_path"])},'
+        if "cache" in e:
+            head += f'"cache":{json.dumps(e["cache"])},'
         return head + block.encoded[1:]
 
     @staticmethod
@@ -352,6 +364,15 @@ class Tracer:
             if not is_library(frame["file"]):
                 return frame
         return frames[-1] if frames else None
+
+    @staticmethod
+    def caller_site(frame) -> dict | None:
+        """The innermost frame of user code at or above `frame`."""
+        while frame is not None and is_library(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        return {"file": frame.f_code.co_filename, "line": frame.f_lineno, "function": frame.f_code.co_name}
 
     @staticmethod
     def _fill_compile_seconds(events: list[dict], samples: list[float], new_samples: int) -> None:
@@ -389,7 +410,8 @@ def _encode_step(e: dict) -> str:
         f'"compile_seconds":{e["compile_seconds"]!r},"host_transfers":{e["host_transfers"]},'
         f'"fallback_ops":{e["fallback_ops"]},"fallback_counts":{json.dumps(e["fallback_counts"]) if e["fallback_counts"] else "{}"},'
         f'"time":{e["time"]!r},"duration_s":{e["duration_s"]!r},"pid":{e["pid"]},'
-        f'"rank":{"null" if e["rank"] is None else e["rank"]}}}'
+        f'"rank":{"null" if e["rank"] is None else e["rank"]}'
+        + (f',"cache":{json.dumps(e["cache"], separators=(",", ":"))}}}' if "cache" in e else "}")
     )
 
 
