@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "bisect-steps": "detective.ci.cli:bisect_steps",
     "run": "detective.runtime.cli:run",
     "report": "detective.report.cli:report",
+    "cache-check": "detective.cache_check.cli:cache_check",
 }
 
 

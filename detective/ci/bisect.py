@@ -60,7 +60,7 @@ def test_commit(repo: str, command: list[str], budget: Budget, mode: str, out_ro
     with open(os.path.join(run_dir, "output.log"), "w") as log:
         proc = subprocess.run(
             [sys.executable, "-m", "detective", "run", "--quiet", "--mode", mode,
-             "--warmup", str(budget.after_step), "--out", run_dir, "--", *command],
+             "--warmup", str(2 if budget.after_step is None else budget.after_step), "--out", run_dir, "--", *command],
             cwd=repo, stdout=log, stderr=subprocess.STDOUT,
         )
     try:

@@ -20,13 +20,15 @@ def budget_options(fn):
                      help="New programs allowed from --after-step on [default: 0]."),
         click.option("--max-unique-programs", type=click.IntRange(min=0), help="Cap on unique programs in the run."),
         click.option("--max-compile-seconds", type=click.FloatRange(min=0), help="Cap on total compile time."),
+        click.option("--min-cache-hit-rate", type=click.FloatRange(min=0, max=1),
+                     help="Least share of persistent-cache lookups that must load (gate a warm restart)."),
     ]):
         fn = option(fn)
     return fn
 
 
-def resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds, script=None,
-                   config_path=None):
+def resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds,
+                   min_cache_hit_rate=None, script=None, config_path=None):
     """Command-line values over ``[tool.detective.gate]`` of the nearest pyproject.toml."""
     from detective.ci.gate import budget_from_config
     from detective.lint.config import ConfigError, load_config
@@ -37,7 +39,8 @@ def resolve_budget(after_step, max_new_programs, max_unique_programs, max_compil
         raise click.UsageError(str(exc)) from None
     table = config.raw.get("gate", {})
     overrides = dict(after_step=after_step, max_new_programs=max_new_programs,
-                     max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds)
+                     max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
+                     min_cache_hit_rate=min_cache_hit_rate)
     try:
         return budget_from_config(table, script, overrides)
     except (ValueError, TypeError) as exc:
@@ -87,14 +90,16 @@ def _attributions(run) -> dict[int, list[dict]] | None:
 @click.option("--format", "fmt", type=click.Choice(GATE_FORMATS), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml with [tool.detective.gate] (default: the nearest one).")
-def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile_seconds, fmt, config_path):
+def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile_seconds, min_cache_hit_rate, fmt,
+         config_path):
     """Fail when RUN_DIR compiled new programs after warm-up.
 
     Exit status: 0 within budget; 1 budget exceeded; 2 the run cannot be judged (missing,
     no steps, never reached --after-step) or a usage error.
     """
     budget_args = dict(after_step=after_step, max_new_programs=max_new_programs,
-                       max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds)
+                       max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
+                       min_cache_hit_rate=min_cache_hit_rate)
     verdict = gate_run(run_dir, budget_args, fmt, config_path)
     sys.exit(verdict.status)
 
@@ -106,8 +111,8 @@ def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile
 @click.option("--mode", type=click.Choice(["count", "diagnose"]), default="count", show_default=True)
 @click.option("--out", "out_root", type=click.Path(file_okay=False), help="Keep each commit's run here.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_compile_seconds, mode,
-           out_root, command):
+def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_compile_seconds, min_cache_hit_rate,
+           mode, out_root, command):
     """Find the first commit whose COMMAND fails the compile-budget gate.
 
     Drives `git bisect run` with `detective run` + the gate as the test, and restores the
@@ -117,7 +122,8 @@ def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_com
     from detective.ci.bisect import BisectError
     from detective.ci.bisect import bisect as run_bisect
 
-    budget = resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds)
+    budget = resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds,
+                            min_cache_hit_rate)
     try:
         outcome = run_bisect(".", good, bad, list(command), budget, mode=mode, out_root=out_root,
                              echo=lambda text: click.echo(text, err=True))

@@ -20,17 +20,22 @@ MAX_LISTED_STEPS = 10  # a storm can compile on every step; the first ones tell 
 
 @dataclass(frozen=True)
 class Budget:
-    after_step: int
+    after_step: int | None  # None: only the run-wide caps below are checked
     max_new_programs: int = 0
     max_unique_programs: int | None = None
     max_compile_seconds: float | None = None
+    min_cache_hit_rate: float | None = None  # persistent-cache loads / lookups (a warm restart)
 
     def describe(self) -> str:
-        parts = [f"at most {self.max_new_programs} new program(s) from step {self.after_step} on"]
+        parts = []
+        if self.after_step is not None:
+            parts.append(f"at most {self.max_new_programs} new program(s) from step {self.after_step} on")
         if self.max_unique_programs is not None:
             parts.append(f"at most {self.max_unique_programs} unique programs")
         if self.max_compile_seconds is not None:
             parts.append(f"at most {self.max_compile_seconds:g} s compiling")
+        if self.min_cache_hit_rate is not None:
+            parts.append(f"persistent-cache hit rate at least {self.min_cache_hit_rate:g}")
         return "; ".join(parts)
 
 
@@ -107,7 +112,7 @@ def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = N
     if not steps:
         verdict.problems.append("the run recorded no steps (no torch_xla.sync / mark_step / compiled call ran)")
         return verdict
-    if steps[-1]["step"] < budget.after_step:
+    if budget.after_step is not None and steps[-1]["step"] < budget.after_step:
         verdict.problems.append(
             f"the run recorded steps 0..{steps[-1]['step']} only: it never reached step {budget.after_step}"
         )
@@ -118,7 +123,7 @@ def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = N
         if execution.get("new"):
             executions_by_step.setdefault(execution["step"], []).append(execution)
     for step in steps:
-        if step["step"] >= budget.after_step and step.get("new_programs"):
+        if budget.after_step is not None and step["step"] >= budget.after_step and step.get("new_programs"):
             sites = (attributions or {}).get(step["step"]) or [
                 e["site"] for e in executions_by_step.get(step["step"], []) if e.get("site")
             ]
@@ -137,6 +142,12 @@ def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = N
     if budget.max_compile_seconds is not None and verdict.total_compile_seconds > budget.max_compile_seconds:
         verdict.problems.append(
             f"{verdict.total_compile_seconds:.2f} s compiling (allowed {budget.max_compile_seconds:g} s)")
+    if budget.min_cache_hit_rate is not None:
+        from detective.ci.cache_gate import cache_problem
+
+        problem = cache_problem(run, steps, budget.min_cache_hit_rate)
+        if problem:
+            verdict.problems.append(problem)
     if verdict.problems:
         verdict.status = FAIL
     else:
@@ -188,5 +199,7 @@ def budget_from_config(table: dict, script: str | None, overrides: dict) -> Budg
                 merged.update(pick(values))
     merged.update({k: v for k, v in overrides.items() if v is not None})
     if "after_step" not in merged:
-        raise ValueError("no --after-step given and none in [tool.detective.gate]")
+        if merged.get("min_cache_hit_rate") is None and merged.get("max_compile_seconds") is None:
+            raise ValueError("no --after-step given and none in [tool.detective.gate]")
+        merged["after_step"] = None  # a restart-time budget alone
     return Budget(**merged)

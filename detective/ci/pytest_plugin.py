@@ -24,18 +24,29 @@ MARKER = "compile_budget"
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(after_step, max_new_programs=0, max_unique_programs=None, max_compile_seconds=None): "
-        "fail when the XLA steps this test runs compile new programs from after_step on",
+        f"{MARKER}(after_step=None, max_new_programs=0, max_unique_programs=None, max_compile_seconds=None, "
+        "min_cache_hit_rate=None): fail when the XLA steps this test runs compile new programs from after_step "
+        "on, compile longer, or load too few programs from the persistent cache",
     )
 
 
 def _budget(marker):
     from detective.ci.gate import Budget
 
+    kwargs = dict(marker.kwargs)
+    if not marker.args and "after_step" not in kwargs:
+        if kwargs.get("min_cache_hit_rate") is None and kwargs.get("max_compile_seconds") is None:
+            raise pytest.UsageError(f"@pytest.mark.{MARKER}: give after_step, or a restart-time budget "
+                                    "(max_compile_seconds, min_cache_hit_rate)")
+        kwargs["after_step"] = None
     try:
-        return Budget(*marker.args, **marker.kwargs)
+        return Budget(*marker.args, **kwargs)
     except TypeError as exc:
         raise pytest.UsageError(f"@pytest.mark.{MARKER}: {exc}") from None
+
+
+def _warmup(budget) -> int:
+    return 2 if budget.after_step is None else budget.after_step
 
 
 @pytest.fixture
@@ -50,7 +61,7 @@ def detective_watch(request, detective_run_dir):
     from detective.runtime.watch import watch
 
     marker = request.node.get_closest_marker(MARKER)
-    warmup = _budget(marker).after_step if marker else 2
+    warmup = _warmup(_budget(marker)) if marker else 2
     with watch(out=detective_run_dir, warmup=warmup) as active:
         yield active
 
@@ -74,7 +85,7 @@ def pytest_runtest_call(item):
         if active is None:
             from detective.runtime.watch import watch
 
-            active = stack.enter_context(watch(out=funcargs.get("detective_run_dir"), warmup=budget.after_step))
+            active = stack.enter_context(watch(out=funcargs.get("detective_run_dir"), warmup=_warmup(budget)))
         result = yield
     from detective.ci.gate import PASS, evaluate
 

@@ -87,8 +87,13 @@ def _wait(proc: subprocess.Popen) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progress: bool = True) -> tuple[int, str]:
-    """Run the command traced. Returns (exit code, run directory)."""
+def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progress: bool = True,
+        extra_env: dict[str, str] | None = None, stdout: int | None = None) -> tuple[int, str]:
+    """Run the command traced. Returns (exit code, run directory).
+
+    `extra_env` is added to the child's environment; `stdout` (a file descriptor) replaces the
+    child's inherited stdout (cache-check keeps its own stdout for the verdict).
+    """
     if not command:
         raise LaunchError("no command given: detective run [OPTIONS] -- python train.py ARGS...")
     if shutil.which(command[0]) is None:
@@ -96,6 +101,7 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
     out_dir = out_dir or default_out_dir()
     started = time.time()
     env = child_env(out_dir, mode, progress)
+    env.update(extra_env or {})
     meta = {
         "schema": SCHEMA,
         "command": list(command),
@@ -113,7 +119,7 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
     prepare_out_dir(out_dir, meta)
     tee = StderrTee((DESERIALIZE_MESSAGE,))  # torch_xla says why a cache file did not load only there
     try:
-        proc = subprocess.Popen(command, env=env, stderr=tee.child_fd)
+        proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=tee.child_fd)
     except OSError as exc:
         tee.abandon()
         raise LaunchError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
