@@ -70,7 +70,7 @@ def cache_check(cache_dir, keep, fmt, mode, warm_env, command):
             pair.cleanup()
         fail(str(exc) if keep else str(exc).split("; see")[0], pair if keep else None)
     if fmt == "json":
-        click.echo(json.dumps(as_json(pair, verdict, cold, warm, reasons, keep), indent=2))
+        click.echo(json.dumps(as_json(pair, verdict, cold, warm, reasons, keep), indent=2, ensure_ascii=False))
     else:
         click.echo(as_text(pair, verdict, cold, warm, reasons, keep))
     if not keep:

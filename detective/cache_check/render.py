@@ -38,14 +38,15 @@ def as_text(pair, verdict: str, cold: dict, warm: dict | None, reasons: list, ke
     lines = [f"cache {pair.cache_dir}" + (f"  (warm run with {', '.join(f'{k}={v}' for k, v in pair.warm_env.items())})"
                                           if pair.warm_env else "")]
     written = "?" if cold["written"] is None else str(cold["written"])
-    lines.append(f"cold run:     {_plural(cold['programs'], 'program')} compiled, {written} cache files written, "
+    lines.append(f"cold run:     {_plural(cold['programs'], 'program')} compiled, {written} cache file{'' if written == '1' else 's'} written, "
                  f"compile time {cold['compile_seconds']:.2f} s")
     if warm is not None:
         compiled = warm["programs"] - warm["hits"]
         lines.append(f"warm restart: {warm['hits']} of {_plural(warm['programs'], 'program')} loaded, "
                      f"{compiled} compiled, compile time {cold['compile_seconds']:.2f} s → {warm['compile_seconds']:.2f} s")
     else:
-        lines.append("warm restart: not run (the cold run failed)")
+        lines.append("warm restart: not run (" + ("the cold run failed)" if cold["exit_code"] else
+                                                   "the cold run left nothing to load)"))
     if verdict == REUSED:
         lines.append("reuse proven: the warm restart loaded every program from the cache")
     else:

@@ -15,7 +15,7 @@ Proof is the warm restart itself: every program it needed came from the cache (t
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from detective.runtime.cache_record import LOAD_FAILED, MISS, file_name, key_differences
 from detective.runtime.cache_summary import run_cache
@@ -33,9 +33,10 @@ class Reason:
     file: str | None = None
     line: int | None = None
     count: int = 0
+    explains_failure: bool = field(default=False, repr=False)  # why the cold run itself failed
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return {"kind": self.kind, "detail": self.detail, "file": self.file, "line": self.line, "count": self.count}
 
 
 class CannotJudge(Exception):
@@ -66,6 +67,10 @@ def run_stats(run, exit_code: int | None, files_before: set | None, files_after:
     }
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _site(record: dict | None) -> tuple[str | None, int | None]:
     site = (record or {}).get("site") or {}
     return site.get("file"), site.get("line")
@@ -79,7 +84,7 @@ def _not_written(pair, cache: dict | None, stats: dict) -> list[Reason]:
         file, line = _site(late[0])
         return [Reason(NOT_WRITTEN, "xr.initialize_cache was called after the first compile: torch_xla refuses "
                        "(\"Computation cache has already been initialized\") and nothing is cached; call it "
-                       "before the first XLA tensor op", file, line, len(late))]
+                       "before the first XLA tensor op", file, line, len(late), explains_failure=True)]
     if not cache or not cache.get("path"):
         return [Reason(NOT_WRITTEN, "the command set up no persistent cache: call "
                        "xr.initialize_cache(path) before the first compile (or set XLA_PERSISTENT_CACHE_PATH)",
@@ -90,13 +95,15 @@ def _not_written(pair, cache: dict | None, stats: dict) -> list[Reason]:
     init = next((i for i in inits if not i.get("too_late")), None)
     file, line = _site(init)
     if cache.get("read_only"):
-        detail = f"the cache {path} was opened read-only (readonly=True): {stats['programs']} programs compiled, none written"
+        detail = f"the cache {path} was opened read-only (readonly=True): {_n(stats['programs'], 'program')} compiled, none written"
     elif not os.path.isdir(path):
-        detail = f"the cache directory {path} could not be created (a file in its path, or a missing mount)"
+        return [Reason(NOT_WRITTEN, f"the cache directory {path} could not be created (a file in its path, or a "
+                       "missing mount): torch_xla stops at the first compile", file, line, stats["programs"],
+                       explains_failure=True)]
     elif not _writable(path):
-        detail = f"the cache directory {path} is not writable: {stats['programs']} programs compiled, none written"
+        detail = f"the cache directory {path} is not writable: {_n(stats['programs'], 'program')} compiled, none written"
     else:
-        detail = f"{stats['programs']} programs compiled and no file appeared in {path}"
+        detail = f"{_n(stats['programs'], 'program')} compiled and no file appeared in {path}"
     return [Reason(NOT_WRITTEN, detail, file, line, stats["programs"])]
 
 
@@ -116,8 +123,9 @@ def _shared_writers(run, cache: dict | None, which: str) -> list[Reason]:
     if len(writers) < 2:
         return []
     by_pid = {p["pid"]: p for p in cache.get("processes") or []}
-    who = ", ".join(f"rank {by_pid[p]['rank']}" if by_pid.get(p, {}).get("rank") is not None else f"pid {p}"
-                    for p in writers)
+    ranks = [by_pid.get(p, {}).get("rank") for p in writers]
+    distinct = None not in ranks and len(set(ranks)) == len(ranks)
+    who = ", ".join(f"rank {r}" for r in ranks) if distinct else ", ".join(f"pid {p}" for p in writers)
     inits = [i for i in cache.get("inits") or [] if i.get("pid") in writers]
     file, line = _site(inits[0] if inits else None)
     return [Reason(SHARED_WRITERS, f"{len(writers)} processes of the {which} run could write {cache['path']} "
@@ -135,16 +143,19 @@ def judge(pair) -> tuple[str, dict, dict | None, list[Reason]]:
     cold = run_stats(pair.cold, pair.cold_exit, pair.files_before, pair.files_after_cold)
     reasons = _not_written(pair, cold_cache, cold)
     if pair.cold_exit != 0:
-        if reasons:
+        if any(r.explains_failure for r in reasons):
             return NOT_REUSED, cold, None, reasons
         raise CannotJudge(f"the cold run failed (exit {pair.cold_exit}); see its output above ({pair.cold.dir})")
     if cold["programs"] == 0:
         raise CannotJudge("the cold run compiled no program: nothing for a restart to reuse")
+    if pair.warm is None:  # the cache was empty after the cold run: no restart was tried
+        return NOT_REUSED, cold, None, reasons or [
+            Reason(NOT_WRITTEN, f"the cache {pair.cache_dir} is empty after the cold run", count=cold["programs"])]
     warm_cache = run_cache(pair.warm)
     warm = run_stats(pair.warm, pair.warm_exit, pair.files_after_cold, pair.files_after_warm)
     if pair.warm_exit != 0:
         raise CannotJudge(f"the warm run failed (exit {pair.warm_exit}); see its output above ({pair.warm.dir})")
-    reasons += _shared_writers(pair.cold, cold_cache, "cold") + _shared_writers(pair.warm, warm_cache, "warm")
+    reasons += _shared_writers(pair.cold, cold_cache, "cold") or _shared_writers(pair.warm, warm_cache, "warm")
     missed = _programs(pair.warm, MISS)
     if warm["misses"] and not any(r.kind == NOT_WRITTEN for r in reasons):
         changed = key_differences((cold_cache or {}).get("compile_env") or {},
@@ -169,7 +180,7 @@ def _deserialize_reason(pair, warm_cache: dict | None, warm: dict) -> Reason:
     matched = sum(1 for e in failed if file_name(e.get("graph_hash")) in (pair.files_after_cold or set()))
     detail = "the file was there (the key matched) and torch_xla could not load it"
     if failed:
-        detail += f" ({matched} of {len(failed)} programs' files were written by the cold run)"
+        detail += f" ({matched} of {len(failed)} written by the cold run)"
     if messages:
         detail += ": " + "; ".join(f"{m['text']}" for m in messages)
         if any("UNIMPLEMENTED" in m["text"] for m in messages):
