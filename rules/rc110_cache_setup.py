@@ -1,0 +1,218 @@
+"""RC110 cache-setup: a persistent compilation cache that is set up too late, or shared by every writer."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint import policy as P
+from detective.lint.rule import Invalid, Valid
+from detective.rules.rc106_spmd_after_tensors import SpmdAfterTensors
+
+INITIALIZE_CACHE = frozenset({"torch_xla.runtime.initialize_cache"})
+# calls that make a script run several processes (or say which one it is)
+MULTI_PROCESS = P.DISTRIBUTED_CALLS | frozenset(
+    {
+        "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.Process",
+        "multiprocessing.get_context", "multiprocessing.Pool", "concurrent.futures.ProcessPoolExecutor",
+        "torch_xla.runtime.process_index", "torch_xla.runtime.host_index",
+    }
+)
+# a path built from any of these names is one path per process or host
+PER_PROCESS_WORDS = ("rank", "ordinal", "host", "process", "node", "worker", "index", "pid")
+
+
+class CacheSetup(SpmdAfterTensors):
+    """Reuses RC106's walk: what creates XLA tensors in a scope, and helpers that do (across files)."""
+
+    code = "RC110"
+    name = "cache-setup"
+    summary = ("xr.initialize_cache() after XLA tensors exist, or one writable cache path for every "
+               "process of a multi-process script")
+    applies_to = "xla-code"
+    doc = """
+    ## What it does
+    Flags `torch_xla.runtime.initialize_cache()` when, earlier in the same function (or
+    module body), a tensor or model was put on an XLA device, or a function was called that
+    does so (in any file of the project). In a script that starts several processes
+    (`xmp.spawn`, `torch_xla.launch`, `multiprocessing`, `torch.distributed`), it also flags
+    a cache opened for writing (`readonly` left out or `False`) at a path that names no
+    rank, ordinal or host.
+
+    ## Why is this bad?
+    torch_xla sets its compilation cache up at the first compile; a later
+    `initialize_cache` fails its assertion ("Computation cache has already been
+    initialized") and nothing is ever cached: every restart pays the whole compile bill.
+    With many writers on one directory (a shared mount across hosts), processes race to
+    write and erase the same files. The safe patterns are one path per process or host, or
+    one writer that warms the cache while every other process opens it read-only.
+    `detective cache-check` proves whether a restart really reuses the cache.
+
+    ## Example
+    ```python
+    model = build_model().to(torch_xla.device())
+    xr.initialize_cache("/mnt/shared/xla_cache")
+    ```
+
+    ## Use instead
+    Set the cache up first, one path per host (or `readonly=True` on all but one writer):
+    ```python
+    xr.initialize_cache(f"/mnt/shared/xla_cache/host{xr.host_index()}")
+    model = build_model().to(torch_xla.device())
+    ```
+    """
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch_xla
+import torch_xla.runtime as xr
+
+xr.initialize_cache("/tmp/xla_cache")
+model = torch.nn.Linear(4, 4).to(torch_xla.device())
+"""
+        ),
+        Valid(
+            """
+import torch_xla
+import torch_xla.runtime as xr
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+def worker(index):
+    xr.initialize_cache(f"/mnt/cache/rank{xr.global_ordinal()}")
+    device = torch_xla.device()
+
+if __name__ == "__main__":
+    xmp.spawn(worker)
+"""
+        ),
+        Valid(
+            """
+import torch_xla
+import torch_xla.runtime as xr
+
+def worker(index):
+    xr.initialize_cache("/mnt/cache", readonly=xr.global_ordinal() != 0)
+    device = torch_xla.device()
+
+if __name__ == "__main__":
+    torch_xla.launch(worker)
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla
+import torch_xla.runtime as xr
+
+device = torch_xla.device()
+weights = torch.zeros(8, device=device)
+xr.initialize_cache("/tmp/xla_cache")
+""",
+            line=8,
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+import torch_xla.runtime as xr
+
+def build():
+    return torch.nn.Linear(4, 4).to(torch_xla.device())
+
+def main():
+    model = build()
+    xr.initialize_cache("/tmp/xla_cache")
+""",
+            line=11,
+        ),
+        Invalid(
+            """
+import torch_xla
+from torch_xla.runtime import initialize_cache
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+CACHE = "/mnt/shared/xla_cache"
+
+def worker(index):
+    initialize_cache(CACHE)
+    device = torch_xla.device()
+
+if __name__ == "__main__":
+    xmp.spawn(worker)
+""",
+            line=9,
+        ),
+    ]
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._writers: list[tuple[cst.Call, str]] = []  # initialize_cache calls opened for writing
+        self._multi_process = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        context = self.context
+        dotted = context.resolve(node.func)
+        if dotted in MULTI_PROCESS:
+            self._multi_process = True
+        if dotted in P.USE_SPMD:
+            return  # RC106's own subject
+        if dotted not in INITIALIZE_CACHE:
+            super().visit_Call(node)
+            return
+        _, created, calls = self._scope_state()
+        if created:
+            self.report(node, "`initialize_cache()` after XLA tensors or models were created earlier in this "
+                        "scope: once a program is compiled torch_xla refuses to set the cache up and nothing "
+                        "is cached; call it before the first XLA tensor", subject="initialize_cache()")
+        elif calls:
+            self.report(node, "`initialize_cache()` after a call that creates XLA tensors: once a program is "
+                        "compiled torch_xla refuses to set the cache up; call it before the first XLA tensor",
+                        after_calls=tuple(calls), subject="initialize_cache()")
+        if _writes(node) and not _per_process(node):
+            self._writers.append((node, context.scope.qualname))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self._multi_process:
+            return
+        for node, scope in self._writers:
+            self.report(node, "every process of this multi-process script writes the same cache path: give "
+                        "each rank or host its own path, or open it with readonly=True on all but one writer",
+                        scope, subject="initialize_cache()")
+
+
+def _writes(call: cst.Call) -> bool:
+    """readonly left out or a literal False: this process writes."""
+    readonly = P.keyword(call, "readonly")
+    if readonly is None:
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) < 2:
+            return True
+        value = positional[1].value
+    else:
+        value = readonly.value
+    return isinstance(value, cst.Name) and value.value == "False"
+
+
+def _per_process(call: cst.Call) -> bool:
+    """The path expression mentions a rank, ordinal, host or process (names, attributes, text)."""
+    args = [a for a in call.args if a.keyword is None] or [a for a in call.args if a.keyword.value == "path"]
+    if not args:
+        return True  # cannot tell: stay quiet
+
+    words: list[str] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            words.append(node.value)
+
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            words.append(node.value)
+
+        def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
+            words.append(node.value)
+
+    args[0].value.visit(Collect())
+    return any(word in text.lower() for text in words for word in PER_PROCESS_WORDS)
