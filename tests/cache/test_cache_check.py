@@ -178,3 +178,42 @@ def test_a_failing_command_cannot_be_judged(tmp_path):
     assert data["verdict"] is None and "cold run failed (exit 3)" in data["error"]
     missing = detective("cache-check", "--", "no-such-command-xyz")
     assert missing.returncode == 2 and "command not found: no-such-command-xyz" in missing.stderr
+
+
+MARKED = '''
+import os
+import tempfile
+
+import pytest
+import torch
+import torch_xla
+import torch_xla.runtime as xr
+
+xr.initialize_cache(tempfile.mkdtemp())  # before the first compile of this process: a cold cache
+
+
+def steps(n, width):
+    for _ in range(n):
+        out = (torch.ones(4, width, device=torch_xla.device()) * 3).sum()
+        torch_xla.sync()
+
+
+@pytest.mark.compile_budget(min_cache_hit_rate=1.0)
+def test_cold_cache_fails_the_restart_budget():
+    steps(3, 8)
+
+
+@pytest.mark.compile_budget(max_compile_seconds=600, min_cache_hit_rate=0.0)
+def test_generous_budget_passes():
+    steps(3, 16)
+'''
+
+
+def test_marker_holds_a_restart_budget(pytester):
+    pytester.makepyfile(test_restart=MARKED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rA",
+                                           "--basetemp", str(pytester.path / "tmp"))
+    text = result.stdout.str()
+    assert result.parseoutcomes().get("passed") == 1 and result.parseoutcomes().get("failed") == 1, text
+    assert "FAILED test_restart.py::test_cold_cache_fails_the_restart_budget" in text
+    assert "persistent-cache hit rate 0.00 (allowed at least 1): 0 loaded, 1 missed, 0 failed to load" in text
