@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from detective.cache_check.verdict import REUSED
 
 RUN_KEYS = ("programs", "hits", "misses", "deserialize_failures", "compile_seconds")
@@ -30,6 +32,12 @@ def error_json(message: str, pair) -> dict:
             "cold": None, "warm": None, "reasons": []}
 
 
+def _short(path: str) -> str:
+    """Relative to the working directory when inside it (as the gate prints lines)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -52,7 +60,7 @@ def as_text(pair, verdict: str, cold: dict, warm: dict | None, reasons: list, ke
     else:
         lines.append("not reused:")
     for r in reasons:
-        where = f" {r.file}:{r.line}" if r.file else ""
+        where = f" {_short(r.file)}:{r.line}" if r.file else ""
         lines.append(f"  {r.kind} ({_plural(r.count, 'program') if r.kind != 'shared-writers' else _plural(r.count, 'writer')})"
                      f"{where}: {r.detail}")
     if verdict != REUSED and not reasons:
