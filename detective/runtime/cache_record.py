@@ -139,9 +139,15 @@ class CacheRecorder:
         if cache is not None and self.files_before is None:
             self.files_before = list_files(cache["path"]) or set()
 
-    def counts(self) -> dict:
+    def counts(self, previous: dict | None = None) -> dict:
+        """torch_xla's cache counters now; the load timer is read only when a load happened since `previous`."""
+        if not os.environ.get(ENV_PATH):
+            return dict(previous) if previous else {key: 0 for key, _ in COUNTERS} | {"load_seconds": 0.0}
         out = {key: self._met.counter_value(name) or 0 for key, name in COUNTERS}
-        if out["hits"] or out["deserialize_failures"]:
+        loads = out["hits"] + out["deserialize_failures"]
+        if previous is not None and loads == previous["hits"] + previous["deserialize_failures"]:
+            out["load_seconds"] = previous["load_seconds"]
+        elif loads:
             data = self._met.metric_data(LOAD_TIMER)
             out["load_seconds"] = data[1] / 1e9 if data else 0.0
         else:
@@ -150,10 +156,9 @@ class CacheRecorder:
 
     def step_cache(self, before: dict, now: dict) -> dict | None:
         """The step's deltas, or None when no cache is set and nothing was looked up."""
-        delta = {k: now[k] - before[k] for k in now}
-        if configured() is None and not any(delta[k] for k, _ in COUNTERS):
+        if not os.environ.get(ENV_PATH) and now == before:
             return None
-        return delta
+        return {k: now[k] - before[k] for k in now}
 
     def classify(self, executions: list[dict], delta: dict, seen: set[str]) -> None:
         """Set ``cache`` on compiled executions and on persistent hits; None when it cannot be told."""

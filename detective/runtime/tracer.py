@@ -150,7 +150,7 @@ class Tracer:
             "compile_samples": samples,
             "transfers": self.probe.transfers(),
             "fallbacks": self.probe.fallbacks(),
-            "cache": self.cache.counts(),
+            "cache": self.cache.counts(previous["cache"] if previous else None),
         }
 
     def start_event(self, source: str, versions: dict, extra: dict | None = None) -> dict:
