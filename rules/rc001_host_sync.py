@@ -71,6 +71,56 @@ def report(t):
     return t.item()  # never called from a traced region
 """
         ),
+        Valid(
+            """
+import numpy as np
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        scale = np.ones(3).sum().item()  # NumPy: no device read
+        return x * scale
+""",
+        ),
+        Valid(
+            """
+import torch_xla
+import torch_xla.core.xla_model as xm
+
+def train(model, loader):
+    for batch in loader:
+        loss = model(batch)
+        xm.add_step_closure(lambda: print(loss.item()))  # runs after the step
+        torch_xla.sync()
+        print(loss.item())  # right after the sync: already materialised
+""",
+        ),
+        Valid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        if not xm.is_xla_tensor(x):
+            print(x.sum().item())  # never runs on XLA
+        if x.device.type == "xla":
+            return x
+        return x.tolist()  # after the XLA early return
+""",
+        ),
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        assert x.dim() == 2, f"bad input {x.tolist()}"  # only when failing
+        if x.numel() == 0:
+            raise ValueError(f"empty: {x.sum().item()}")
+        return x
+""",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -110,6 +160,98 @@ def step(x):
 """,
             line=8,
         ),
+        Invalid(
+            """
+import torch
+
+class Router(torch.nn.Module):
+    def forward(self, x):
+        _, idx = torch.topk(x, 1)  # tuple unpacking of a torch result
+        return idx.item()
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class Head(torch.nn.Module):
+    def forward(self, logits, labels, limit: int):
+        n = min(labels.max(), limit)  # builtin min() compares on the host
+        return logits[:, :n]
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, labels):
+        if -1 in labels:  # Tensor.__contains__
+            x = x * 0
+        return x
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch_xla
+
+@torch_xla.compile
+def step(model, batch, stats):
+    result = model(**batch)
+    stats.append(float(result["loss"]))  # a tensor from the model's output mapping
+    return result
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = x.abs().max().item()  # autograd.Function.forward is traced
+        return x / ctx.scale
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+def log_activations(module, inputs, output):
+    print(output.norm().item())
+
+def attach(model):
+    model.register_forward_hook(log_activations)  # hooks run inside forward
+""",
+            line=5,
+        ),
+        Invalid(
+            """
+import torch_xla.debug.profiler as xp
+
+def train(model, loader):
+    for step, batch in enumerate(loader):
+        with xp.StepTrace("train", step_num=step):
+            loss = model(batch)
+            print(loss.item())
+""",
+            line=8,
+        ),
+        Invalid(
+            """
+from transformers import PreTrainedModel  # followed to nn.Module (or guessed from forward)
+
+class Head(PreTrainedModel):
+    def forward(self, hidden):
+        return hidden.mean().item()
+""",
+            line=6,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -117,6 +259,8 @@ def step(x):
         if context.after_sync():
             return  # right after the step's sync the value is already materialised
         func = node.func
+        if isinstance(func, cst.Attribute) and context.on_host(func.value):
+            return  # x.cpu().numpy(), toks.tolist() with toks from a .cpu() copy: already on the host
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
             # Asked for its evidence only: a receiver taken for a tensor on trust (bound from
@@ -140,7 +284,8 @@ def step(x):
             ):
                 self.report(node, f"`{func.value}()` with a tensor operand compares tensor values on the host",
                             subject=f"{func.value}()")
-            elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
+            elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value) \
+                    and not context.on_host(node.args[0].value):
                 self.report(node, f"`{func.value}()` of a tensor reads its value on the host",
                             subject=f"{func.value}()")
             elif func.value == "print" and any(

@@ -67,6 +67,42 @@ for step in range(3):
         print("big")
 """
         ),
+        Valid(
+            """
+import torch
+
+def count_ready(n, k):
+    return n == k
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = torch.nn.ModuleDict({"a": torch.nn.Linear(2, 2)})
+        self._initialized = False
+
+    def forward(self, x, batch, name=None):
+        if batch["task"] == "qa":  # a string field
+            x = x + 1
+        for key, head in self.heads.items():
+            if key == name:  # ModuleDict keys
+                x = head(x)
+        feats = []
+        if not feats:  # a list
+            feats.append(x)
+        if count_ready(2, 3):  # a helper returning a Python bool
+            x = x * 2
+        if self.should_skip(x):  # a method returning a Python bool
+            x = x * 3
+        if torch.jit.is_scripting() or self.xla:
+            x = x.sum()
+        if not self._initialized:  # one-time lazy set-up
+            self.scale = float(x.abs().max())
+        return x
+
+    def should_skip(self, x):
+        return self.n == self.k
+""",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -105,6 +141,21 @@ class Net(torch.nn.Module):
         return x * scale
 """,
             line=6,
+        ),
+        Invalid(
+            """
+import torch
+
+def is_padded(m):
+    return (m == 0).any()
+
+class Net(torch.nn.Module):
+    def forward(self, x, mask):
+        if is_padded(mask):  # the helper returns a tensor (its return summary)
+            x = x * mask
+        return x
+""",
+            line=9,
         ),
     ]
 

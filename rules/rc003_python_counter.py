@@ -84,6 +84,16 @@ class Trainer:
         self.global_step += 1   # plain Python, never traced
 """
         ),
+        Valid(
+            """
+import torch
+
+class CountingNorm(torch.nn.BatchNorm1d):
+    def forward(self, x):
+        self.num_batches_tracked += 1  # a buffer registered by the torch base class
+        return super().forward(x)
+""",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -67,6 +67,19 @@ class Net(torch.nn.Module):
         return batch["x"] * batch["mask"]
 """
         ),
+        Valid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, model, config):
+        if hasattr(model, "adapter"):  # an attribute of a module, not a batch key
+            x = model.adapter(x)
+        if hasattr(config, "scale"):
+            x = x * config.scale
+        return x
+""",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -94,6 +107,29 @@ def train(model, loader):
         torch_xla.sync()
 """,
             line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, batch):
+        if "attention_mask" in batch["encoder"]:  # a nested input mapping
+            return batch["encoder"]["attention_mask"]
+        return batch["ids"]
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, batch):
+        bias = batch["bias"] if "bias" in batch else 0.0
+        return x + bias
+""",
+            line=6,
         ),
     ]
 

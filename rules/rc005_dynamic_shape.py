@@ -97,6 +97,56 @@ class Net(torch.nn.Module):
 """,
             line=6,
         ),
+        Invalid(
+            """
+import torch
+
+class Gather(torch.nn.Module):
+    def forward(self, ids, h):
+        keep = ids >= 0
+        return h[keep, :]  # a mask from a comparison two lines up
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class Pad(torch.nn.Module):
+    def forward(self, x, padding_mask):
+        x[padding_mask] = 0  # bool-mask assignment: index_put_ through nonzero on XLA
+        return x
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn.functional as F
+
+class Router(torch.nn.Module):
+    def forward(self, idx):
+        return F.one_hot(idx, max(idx.max() + 1, 8))  # num_classes read from the data
+""",
+            line=7,
+        ),
+        Invalid(
+            """
+import torch
+
+class MoE(torch.nn.Module):
+    def forward(self, x, top):
+        return self.dispatch(x, top)
+
+    def dispatch(self, x, top):
+        out = torch.zeros_like(x)
+        for i in range(4):
+            chosen = top == i
+            out[chosen] = x[chosen] * i  # a mask built from the helper's parameter
+        return out
+""",
+            line=12,
+        ),
     ]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -6,9 +6,11 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint import policy as P
+from detective.lint.regions import STEP_CONTEXTS, STEP_TRACES
 from detective.lint.rule import Invalid, Rule, Valid
 
 SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
+STEPPING = STEP_CONTEXTS | STEP_TRACES
 NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
 
@@ -118,6 +120,18 @@ for step in range(10):
 """,
             line=7,
         ),
+        Invalid(
+            """
+import math
+import torch
+
+class MoE(torch.nn.Module):
+    def forward(self, tokens, batch):
+        cap = math.ceil(1.25 * batch["ntokens"] / 8)  # from a batch field
+        return tokens.new_zeros(8 * cap, tokens.shape[-1])
+""",
+            line=8,
+        ),
     ]
 
     def __init__(self, context):
@@ -127,6 +141,7 @@ for step in range(10):
         self._varying: dict[str, set[str]] = {}  # scope -> names bound from per-call values
         self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str]]]] = []
         self._outer_loops: list[list] = []
+        self._stepping: set[int] = set()  # depths of loops whose body holds a step block
 
     # ---------------------------------------------------------------- bookkeeping
     def visit_For(self, node: cst.For) -> None:
@@ -135,10 +150,18 @@ for step in range(10):
     def visit_While(self, node: cst.While) -> None:
         self._loops.append((set(), []))
 
+    def visit_With(self, node: cst.With) -> None:
+        # for step, batch in ...: with xp.StepTrace(...): a loop of steps, whatever syncs
+        if self._loops and any(isinstance(i.item, cst.Call) and self.context.resolve(i.item.func)
+                               in STEPPING for i in node.items):
+            self._stepping.add(len(self._loops))
+
     def leave_For(self, node) -> None:
+        stepping = len(self._loops) in self._stepping
+        self._stepping.discard(len(self._loops))
         counters, pending = self._loops.pop()
         region = self.context.current_region()
-        if region is not None and region.node is node and self.context.region_is_step(region):
+        if region is not None and region.node is node and (self.context.region_is_step(region) or stepping):
             for target, message, index, subject in pending:
                 self.report(target, message, at_index=index, subject=subject)
 

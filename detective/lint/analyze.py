@@ -73,7 +73,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           imports=dict(model.imports), imports_xla=model.imports_xla,
                           module_imports=sorted(set(model.module_imports)))
     for qualname, scope in model.scopes.items():
-        scope.return_calls = [t for t in (_resolve_local(model, c, qualname) for c in scope.return_calls) if t]
+        scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
         anchor = model.anchors.get(qualname)
         if anchor is not None:
             scope.line = where(anchor)[0]
@@ -121,7 +121,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 continue  # it depended on calls, and none can lead into the project
         trusted = ()
         if assumes:
-            trusted = tuple(t for t in (_resolve_local(model, a, item.scope) for a in assumes) if t)
+            trusted = tuple(t for t in (_resolve_assumption(model, a, item.scope) for a in assumes) if t)
             if not trusted:
                 continue  # it took for tensors only calls that cannot lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
@@ -145,6 +145,13 @@ def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> st
             return f"#{candidate}.{rest}" if rest else f"#{candidate}"
         scope = model.scopes.get(scope.parent) if scope.parent else None
     return None
+
+
+def _resolve_assumption(model: SemanticModel, target: str, scope_qualname: str) -> str | None:
+    """A call target taken for a tensor, with its ``@position`` in a returned tuple kept."""
+    name, at, position = target.partition("@")
+    resolved = _resolve_local(model, name, scope_qualname)
+    return f"{resolved}{at}{position}" if resolved else None
 
 
 def _resolve_base(model: SemanticModel, base: str) -> str:

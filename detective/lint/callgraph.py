@@ -50,6 +50,7 @@ class Project:
         self._class_kind: dict[Node, str | None] = {}
         self._methods: dict[str, list[Node]] | None = None
         self._returns: dict[Node, bool] = {}
+        self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
         self._xla: set[str] | None = None
 
@@ -163,14 +164,19 @@ class Project:
                        depth: int = 0) -> bool:
         """Does the project function a call target names return a tensor (its return
         summary, following `return helper(x)` through other files)?"""
-        node = self.resolve(target, origin, class_name)
+        target, _, position = target.partition("@")
+        unresolved = target.startswith("?")  # ?self.proj: a tensor unless a method says otherwise
+        node = self.resolve(target.lstrip("?"), origin, class_name)
         if node is None or depth > _MAX_DEPTH:
-            return False
+            return unresolved
+        summary = self.files[node[0]]
+        scope = summary.scopes[node[1]]
+        if position:  # x, pad = helper(...)
+            index = int(position)
+            return index < len(scope.return_items) and scope.return_items[index] == "tensor"
         if node in self._returns:
             return self._returns[node]
         self._returns[node] = False  # recursion
-        summary = self.files[node[0]]
-        scope = summary.scopes[node[1]]
         result = scope.returns == "tensor" or any(
             self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in scope.return_calls)
         self._returns[node] = result
@@ -343,6 +349,19 @@ class Project:
             if candidates:
                 return _closest(candidates, origin)
         return None
+
+    def called_from_xla(self, path: str, qualname: str) -> bool:
+        """Is this scope run by some scope of a file that imports torch_xla?"""
+        if self._xla_called is None:
+            import networkx as nx
+
+            graph, _ = self.graph()
+            starts = [n for n in graph if n[0] in self.files and self.files[n[0]].imports_xla]
+            reached = set(starts)
+            for start in starts:
+                reached |= nx.descendants(graph, start)
+            self._xla_called = reached
+        return (path, qualname) in self._xla_called
 
     def xla_files(self) -> set[str]:
         """Files that import torch_xla, or are reached from one through imports or calls."""

@@ -96,6 +96,8 @@ class TensorInference:
             return True
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.BitInvert):
             return self.is_mask(node.expression)
+        if isinstance(node, cst.Subscript) and all(isinstance(e.slice, cst.Slice) for e in node.slice):
+            return self.is_mask(node.value)  # mask[:, 1:]
         function = self.model.function
         if isinstance(node, cst.Name) and node.value in function.compare_names:
             return True
@@ -175,6 +177,24 @@ class TensorInference:
                 return True
         return False
 
+    def on_host(self, node: cst.BaseExpression) -> bool:
+        """Is this computed from a tensor already copied to the host (``x.cpu()``, ``.numpy()``,
+        a name bound from one)? Reading it syncs nothing more."""
+        while True:
+            if isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in {"cpu", "numpy"}:
+                    return True
+                node = func.value if isinstance(func, cst.Attribute) else None
+            elif isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+            elif isinstance(node, cst.Name):
+                return node.value in self.model.function.cpu_names
+            else:
+                return False
+            if node is None:
+                return False
+
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
         ``dead`` (ids of nodes never evaluated on XLA, e.g. after ``is_xla_tensor(x) or``)
@@ -215,7 +235,8 @@ class TensorInference:
         if isinstance(func, (cst.Name, cst.Attribute)) and not (
             isinstance(func, cst.Name) and (func.value in T.PY_BUILTINS_NOT_TENSOR
                                             or func.value in self.model.function.tensor_names
-                                            or func.value in self.model.function.data_names)
+                                            or func.value in self.model.function.data_names
+                                            or any(func.value in f.locals for f in self.model.functions))
         ) and (isinstance(func, cst.Name) or self.model.is_import_alias(func)) and dotted \
                 and dotted.rsplit(".", 1)[-1][:1].islower():
             # helper(x), utils.helper(x): a tensor if the project's helper returns one.
@@ -228,10 +249,18 @@ class TensorInference:
             if isinstance(func.value, cst.Name) and func.value.value == "self":
                 # self.proj(x): a submodule applied to a tensor gives a tensor; a method of
                 # the module named like a tensor op (self.scatter) says nothing.
-                return method not in T.NON_TENSOR_METHODS and any(self.is_tensor(a.value) for a in node.args)
+                if method in T.NON_TENSOR_METHODS or not any(self.is_tensor(a.value) for a in node.args):
+                    return False
+                # A method of this class decides by its return summary (self.should_skip(x)
+                # returning self.n == self.k is no tensor); anything else (a submodule) is.
+                self.assumed.append(f"?self.{method}")
+                return True
             if method in T.NON_TENSOR_METHODS:
                 return False
             if method in T.TENSOR_ONLY_METHODS:
+                # Evidence enough on its own, but a receiver taken for a tensor on trust
+                # (np.ones(3).sum()) passes its assumptions on.
+                self.is_tensor(func.value)
                 return True
             return self.is_tensor(func.value)
         if isinstance(func, cst.Name):

@@ -64,6 +64,7 @@ class Scope:
     # results it returns (`return helper(x)`), decided across files.
     returns: str = ""
     return_calls: list[str] = field(default_factory=list)
+    return_items: list[str] = field(default_factory=list)  # `return x, n`: "tensor" by position
 
 
 @dataclass

@@ -36,6 +36,7 @@ CUDA_GRAPH_CALLS = frozenset({
     "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
     "torch.cuda.graphs.graph", "torch.cuda.graphs.CUDAGraph",
 })
+ERROR_LOGS = frozenset({"error", "exception", "critical", "fatal"})
 # Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
 XLA_FLAGS = frozenset({"xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla"})
 FALSE_ON_XLA = frozenset({
@@ -158,7 +159,19 @@ class Regions:
         self._loop_counts.pop()
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, False])
+        # A block that ends in `raise` is an error path: what it reads runs once, failing.
+        failing = _ends_in_exit(node, raise_only=True)
+        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing])
+        if failing:
+            self.dead_depth += 1
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        if node.msg is not None:
+            self.dead.add(id(node.msg))  # assert ok, f"{x.tolist()}": only when failing
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        if node.exc is not None:
+            self.dead.add(id(node.exc))
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self._blocks.pop()[3]:
@@ -255,6 +268,10 @@ class Regions:
         model = self.model
         dotted = model.resolve(node.func)
         regions = self.frames[-1]
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ERROR_LOGS \
+                and "log" in dotted_tail(func.value).lower():
+            self.dead.update(id(a) for a in node.args)  # logger.error(f"... {x.item()}")
         if dotted in SYNC_CALLS:
             block = self._blocks[-1]
             block[2] = block[1]
@@ -398,14 +415,14 @@ def dotted_tail(node: cst.BaseExpression) -> str:
     return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
 
 
-def _ends_in_exit(body: cst.BaseSuite) -> bool:
+def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
     statements = block_statements(body)
     if not statements:
         return False
     last = statements[-1]
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1]
-    return isinstance(last, (cst.Return, cst.Raise))
+    return isinstance(last, cst.Raise if raise_only else (cst.Return, cst.Raise))
 
 
 def _mentions_device(node: cst.BaseExpression) -> bool:

@@ -43,6 +43,8 @@ class FunctionFrame:
     compare_names: set[str] = field(default_factory=set)  # chosen = top == i: a mask if indexed
     container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
     assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
+    locals: set[str] = field(default_factory=set)  # every name assigned here (loss_fn = nn.NLLLoss())
+    cpu_names: set[str] = field(default_factory=set)  # tensors already copied to the host (x.cpu())
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
 
@@ -203,7 +205,8 @@ class SemanticModel:
         if root_reason is None and (name in self.extra_roots or qualname in self.extra_roots):
             root_reason = "configured root"
         scope = Scope(qualname=qualname, display=qualname, line=0,
-                      class_name=self.class_stack[-1].info.qualname if in_class else None,
+                      # A def nested in a method closes over its self.
+                      class_name=self.class_stack[-1].info.qualname if in_class else self.scope.class_name,
                       parent=self.scope.qualname, root_reason=root_reason, decorators=decorators)
         self.add_scope(scope, node.name)
         if in_class:
@@ -262,6 +265,7 @@ class SemanticModel:
         if not isinstance(target, cst.Name):
             return
         name = target.value
+        frame.locals.add(name)
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names)):
@@ -275,6 +279,7 @@ class SemanticModel:
         boolean = tensor and infer.is_bool_tensor(value)
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
+        on_host = infer.on_host(value)
         container = not tensor and self._is_model_output(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
@@ -287,6 +292,8 @@ class SemanticModel:
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
                              container=container, data=self._is_data_element(value))
             self._trust(target, trusted)
+            if isinstance(target, cst.Name):
+                (self.function.cpu_names.add if on_host else self.function.cpu_names.discard)(target.value)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
@@ -296,8 +303,9 @@ class SemanticModel:
 
     def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._trust(element.value, trusted)
+            # x, pad = helper(...): element i is a tensor if the helper's i-th result is.
+            for index, element in enumerate(target.elements):
+                self._trust(element.value, tuple(f"{t}@{index}" for t in trusted))
         elif isinstance(target, cst.Name):
             if trusted:
                 self.function.assumed_names[target.value] = trusted
@@ -310,14 +318,21 @@ class SemanticModel:
         if value is None or scope.qualname == "<module>":
             return
         infer = self.infer
-        elements = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
-        for element in elements:
-            infer.assumed.clear()
-            if infer.is_tensor(element):
-                if not infer.assumed:
-                    scope.returns = "tensor"
-                    return
-                scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
+        if isinstance(value, cst.Tuple):
+            # return x, pad_length: which positions are tensors (target@i in assumptions).
+            items = scope.return_items
+            for index, element in enumerate(value.elements):
+                infer.assumed.clear()
+                if infer.is_tensor(element.value) and not infer.assumed:
+                    items.extend([""] * (index + 1 - len(items)))
+                    items[index] = "tensor"
+            return
+        infer.assumed.clear()
+        if infer.is_tensor(value):
+            if not infer.assumed:
+                scope.returns = "tensor"
+                return
+            scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
 
     def _is_data_element(self, value: cst.BaseExpression) -> bool:
         """``net_input = sample["net_input"]``: a nested mapping of the input is input too."""
