@@ -263,9 +263,8 @@ class Head(PreTrainedModel):
             return  # x.cpu().numpy(), toks.tolist() with toks from a .cpu() copy: already on the host
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
-            # Asked for its evidence only: a receiver taken for a tensor on trust (bound from
-            # a helper's or NumPy's result) makes the finding stand only if it is one.
-            context.is_tensor(func.value)
+            # A receiver bound from NumPy or from a helper returning a Python value vetoes it.
+            context.weigh_receiver(func.value)
             self.report(node, f"`.{method}()` reads a tensor value on the host", subject=f".{method}()")
             return
         if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):

@@ -74,6 +74,9 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           module_imports=sorted(set(model.module_imports)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
+        scope.return_items = [item if item in ("", "tensor") else "|".join(
+            t for t in (_resolve_assumption(model, c, qualname) for c in item.split("|")) if t)
+            for item in scope.return_items]
         anchor = model.anchors.get(qualname)
         if anchor is not None:
             scope.line = where(anchor)[0]
@@ -149,9 +152,12 @@ def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> st
 
 def _resolve_assumption(model: SemanticModel, target: str, scope_qualname: str) -> str | None:
     """A call target taken for a tensor, with its ``@position`` in a returned tuple kept."""
-    name, at, position = target.partition("@")
+    veto_only = target.startswith("~")
+    name, at, position = target.lstrip("~").partition("@")
     resolved = _resolve_local(model, name, scope_qualname)
-    return f"{resolved}{at}{position}" if resolved else None
+    if resolved is None and veto_only:
+        resolved = name.removeprefix("local:")  # unknown: a veto-only assumption holds
+    return f"{'~' if veto_only else ''}{resolved}{at}{position}" if resolved else None
 
 
 def _resolve_base(model: SemanticModel, base: str) -> str:

@@ -27,6 +27,10 @@ FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
 TRACED_METHODS = ("forward", "__call__")
 FUNCTION_METHODS = ("forward", "backward")
 _MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
+NON_TENSOR_LIBRARIES = frozenset({
+    "numpy", "math", "random", "pandas", "scipy", "sklearn", "json", "os", "re", "time",
+    "itertools", "collections", "functools", "string", "statistics", "decimal", "fractions",
+})
 _MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
 
 
@@ -49,7 +53,7 @@ class Project:
             self.by_module.setdefault(summary.module, []).append(summary)
         self._class_kind: dict[Node, str | None] = {}
         self._methods: dict[str, list[Node]] | None = None
-        self._returns: dict[Node, bool] = {}
+        self._returns: dict[tuple[Node, bool], bool] = {}
         self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
         self._xla: set[str] | None = None
@@ -164,22 +168,28 @@ class Project:
                        depth: int = 0) -> bool:
         """Does the project function a call target names return a tensor (its return
         summary, following `return helper(x)` through other files)?"""
-        target, _, position = target.partition("@")
-        unresolved = target.startswith("?")  # ?self.proj: a tensor unless a method says otherwise
+        veto_only = target.startswith("~")  # evidence stands unless this says "no tensor"
+        target, _, position = target.lstrip("~").partition("@")
+        unresolved = veto_only or target.startswith("?")  # ?self.proj: a tensor unless a method says no
         node = self.resolve(target.lstrip("?"), origin, class_name)
         if node is None or depth > _MAX_DEPTH:
-            return unresolved
+            return unresolved and target.split(".", 1)[0] not in NON_TENSOR_LIBRARIES
         summary = self.files[node[0]]
         scope = summary.scopes[node[1]]
-        if position:  # x, pad = helper(...)
-            index = int(position)
-            return index < len(scope.return_items) and scope.return_items[index] == "tensor"
-        if node in self._returns:
-            return self._returns[node]
-        self._returns[node] = False  # recursion
+        if position and scope.return_items:  # x, pad = helper(...)
+            index = int(position) if position.isdigit() else len(scope.return_items)
+            item = scope.return_items[index] if index < len(scope.return_items) else ""
+            return item == "tensor" or any(
+                self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in item.split("|") if t)
+        key = (node, unresolved)
+        if key in self._returns:
+            return self._returns[key]
+        self._returns[key] = False  # recursion
         result = scope.returns == "tensor" or any(
             self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in scope.return_calls)
-        self._returns[node] = result
+        if not result and unresolved and scope.returns != "python" and not scope.return_calls:
+            result = True  # self.block(x) whose forward says nothing either way: keep the guess
+        self._returns[key] = result
         return result
 
     def methods_named(self, method: str) -> list[Node]:

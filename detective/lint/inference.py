@@ -177,6 +177,14 @@ class TensorInference:
                 return True
         return False
 
+    def weigh_receiver(self, node: cst.BaseExpression) -> None:
+        """Record what the receiver of a tensor-only operation was taken for on trust, as
+        veto-only assumptions (``~target``): a finding on it stands unless the call is
+        known to give no tensor (NumPy, a project helper returning a Python value)."""
+        mark = len(self.assumed)
+        self.is_tensor(node)
+        self.assumed[mark:] = [t if t.startswith("~") else f"~{t.lstrip('?')}" for t in self.assumed[mark:]]
+
     def on_host(self, node: cst.BaseExpression) -> bool:
         """Is this computed from a tensor already copied to the host (``x.cpu()``, ``.numpy()``,
         a name bound from one)? Reading it syncs nothing more."""
@@ -258,9 +266,9 @@ class TensorInference:
             if method in T.NON_TENSOR_METHODS:
                 return False
             if method in T.TENSOR_ONLY_METHODS:
-                # Evidence enough on its own, but a receiver taken for a tensor on trust
-                # (np.ones(3).sum()) passes its assumptions on.
-                self.is_tensor(func.value)
+                # Evidence enough on its own; a receiver taken for a tensor on trust can
+                # only veto it (np.ones(3).sum() is NumPy).
+                self.weigh_receiver(func.value)
                 return True
             return self.is_tensor(func.value)
         if isinstance(func, cst.Name):

@@ -62,9 +62,10 @@ class Scope:
     tags: list[str] = field(default_factory=list)  # facts rules record ("creates-xla-tensors")
     # Return summary: "tensor" when some `return` gives a tensor; otherwise the calls whose
     # results it returns (`return helper(x)`), decided across files.
-    returns: str = ""
+    returns: str = ""  # "tensor" | "python" (every return a plain value) | "" (unknown)
     return_calls: list[str] = field(default_factory=list)
-    return_items: list[str] = field(default_factory=list)  # `return x, n`: "tensor" by position
+    # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
+    return_items: list[str] = field(default_factory=list)
 
 
 @dataclass

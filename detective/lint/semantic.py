@@ -305,7 +305,7 @@ class SemanticModel:
         if isinstance(target, (cst.Tuple, cst.List)):
             # x, pad = helper(...): element i is a tensor if the helper's i-th result is.
             for index, element in enumerate(target.elements):
-                self._trust(element.value, tuple(f"{t}@{index}" for t in trusted))
+                self._trust(element.value, tuple(t if "@" in t else f"{t}@{index}" for t in trusted))
         elif isinstance(target, cst.Name):
             if trusted:
                 self.function.assumed_names[target.value] = trusted
@@ -319,13 +319,16 @@ class SemanticModel:
             return
         infer = self.infer
         if isinstance(value, cst.Tuple):
-            # return x, pad_length: which positions are tensors (target@i in assumptions).
+            # return x, pad_length: which positions are tensors ("tensor", or the calls
+            # whose results they are, "a|b"; target@i in assumptions).
             items = scope.return_items
             for index, element in enumerate(value.elements):
                 infer.assumed.clear()
-                if infer.is_tensor(element.value) and not infer.assumed:
+                if infer.is_tensor(element.value):
                     items.extend([""] * (index + 1 - len(items)))
-                    items[index] = "tensor"
+                    if items[index] != "tensor":
+                        calls = [t for t in (items[index].split("|") if items[index] else []) + infer.assumed]
+                        items[index] = "|".join(dict.fromkeys(calls)) if infer.assumed else "tensor"
             return
         infer.assumed.clear()
         if infer.is_tensor(value):
@@ -333,6 +336,8 @@ class SemanticModel:
                 scope.returns = "tensor"
                 return
             scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
+        elif scope.returns != "tensor" and _is_python_value(value, infer):
+            scope.returns = "python"
 
     def _is_data_element(self, value: cst.BaseExpression) -> bool:
         """``net_input = sample["net_input"]``: a nested mapping of the input is input too."""
@@ -406,6 +411,19 @@ class SemanticModel:
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and self.infer.is_tensor(node.value):
             self.function.tensor_names.add(node.target.value)
+
+
+def _is_python_value(value: cst.BaseExpression, infer) -> bool:
+    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``: no tensor."""
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(value, cst.Name):
+        return value.value in {"True", "False", "None"}
+    if isinstance(value, (cst.Comparison, cst.BooleanOperation)):
+        return True  # and is_tensor said no
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
+        return True
+    return infer.is_host_value(value)
 
 
 def dotted_name(node: cst.BaseExpression) -> str:
