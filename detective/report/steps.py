@@ -84,6 +84,7 @@ def json_report(run) -> dict:
         "run": run.dir,
         "ending": ending(run, summary),
         "warnings": run.warnings,
+        "cache": cache_json(run),
     }
 
 
@@ -173,3 +174,19 @@ def cache_lines(run) -> list[str]:
     for message in cache.get("messages") or []:
         lines.append(f"  torch_xla: {message['text']} (x{message['count']})")
     return lines
+
+
+def cache_json(run) -> dict | None:
+    """run.json's cache section, plus what happened to each program (with torch_xla's message
+    when its load failed and the run saw exactly one kind of failure message)."""
+    from detective.runtime.cache_summary import run_cache
+
+    cache = run_cache(run)
+    if not cache:
+        return None
+    messages = cache.get("messages") or []
+    only = messages[0]["text"] if len(messages) == 1 else None
+    programs = [{"step": e["step"], "graph_hash": e.get("graph_hash"), "cache": e["cache"],
+                 "message": only if e["cache"] == "load-failed" else None}
+                for e in run.execution_events if "cache" in e]
+    return {**cache, "programs": programs}

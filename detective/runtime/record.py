@@ -2,7 +2,8 @@
 
 Layout of a run directory::
 
-    run.json        command, mode, warm-up, env subset, versions, times, exit code, status
+    run.json        command, mode, warm-up, env subset, versions, times, exit code, status,
+                    cache (the persistent cache: runtime/cache_summary.py)
     events.jsonl    start / execution / step / end events, one JSON object per line
     graphs/<h>.txt  diagnose mode: torch_xla's saved record of each new graph (frames, IR with
                     location=func@file:line tags, Graph Hash), named by graph hash
@@ -16,14 +17,18 @@ Events (every one has "event" and "pid"; steps and executions also "rank"):
                 compile of this hash in the run), compile_seconds, cause (torch_xla's wording),
                 graph_name, frames [{file, line, function}, innermost first], frames_truncated,
                 site (innermost frame outside library code, see runtime/library.py), inputs, outputs,
-                unexpected (full_graph violation), ir_path (diagnose, new graphs only)
+                unexpected (full_graph violation), ir_path (diagnose, new graphs only),
+                cache (persistent cache set up: loaded|miss|load-failed|null for a program
+                compiled or loaded from disk; see runtime/cache_record.py)
     step        step, boundary (sync|mark_step|compile|loader|manual|exit), complete (false: the
                 run ended before the boundary), executions, compiled, cached, new_programs,
                 unique_programs, compile_seconds, host_transfers, fallback_ops, fallback_counts,
-                time, duration_s
+                time, duration_s, cache (persistent cache set up: {hits, misses,
+                deserialize_failures, load_seconds} of this step)
+    cache_init  an xr.initialize_cache call: path, requested_path, read_only, too_late, site
     end         reason, steps, unique_programs, metrics (torch_xla's totals for the process:
                 UncachedCompile, CachedCompile, CompileTime_s, TransferFromDevice, MarkStep,
-                fallback_ops)
+                fallback_ops), cache {config {path, read_only} | null, compile_env, totals}
     no_torch_xla  python (the direct child could not import torch_xla; nothing else ran)
 
 Execution events of a step come before its step event. Host transfers and fallback ops are

@@ -27,6 +27,7 @@ FAST_MIN_MAX = "--xla_cpu_enable_fast_min_max=true"
 
 
 def detective(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = None if env is None else {**os.environ, **env}
     return subprocess.run([sys.executable, "-m", "detective", *args], capture_output=True, text=True,
                           timeout=300, env=env, cwd=REPO)
 
@@ -51,10 +52,12 @@ def checks(tmp_path_factory):
                 "--", py, str(TRAIN)],
         "unwritable": ["cache-check", "--cache", unwritable_dir(tmp), "--format", "json", "--", py, str(TRAIN)],
         "late": ["cache-check", "--", py, str(EXAMPLES / "init_too_late.py")],
+        "readonly": ["cache-check", "--mode", "count", "--format", "json", "--", py, str(TRAIN)],
         "shared": ["cache-check", "--mode", "count", "--format", "json", "--", py, str(EXAMPLES / "shared_writers.py")],
     }
     with ThreadPoolExecutor(2) as pool:
-        futures = {name: pool.submit(detective, *args) for name, args in scenarios.items()}
+        envs = {"readonly": {"CACHE_READONLY": "1"}}
+        futures = {name: pool.submit(detective, *args, env=envs.get(name)) for name, args in scenarios.items()}
         return {name: f.result() for name, f in futures.items()}
 
 
@@ -119,6 +122,10 @@ def test_each_program_says_what_the_cache_did(checks):
     report = detective("report", "--no-lint", data["runs"]["warm"])
     assert "persistent cache" in report.stdout and "1 load failed" in report.stdout and "1 miss" in report.stdout
     assert "torch_xla: Failed to deserialize executable" in report.stdout
+    programs = json.loads(detective("report", "--no-lint", "--format", "json", data["runs"]["warm"]).stdout)[
+        "cache"]["programs"]
+    assert [(p["cache"], p["message"] is not None) for p in programs] == [("miss", False), ("load-failed", True)]
+    assert programs[1]["message"].startswith("Failed to deserialize executable: UNIMPLEMENTED")
 
 
 def test_gate_holds_a_restart_budget(checks):
@@ -150,6 +157,14 @@ def test_unwritable_cache_is_not_written(checks):
     assert data["warm"] is None and data["cold"]["written"] == 0
     (reason,) = reasons(proc, "not-written")
     assert "not writable" in reason["detail"] and reason["file"] == str(TRAIN)
+
+
+def test_read_only_cache_is_not_written(checks):
+    proc = checks["readonly"]
+    assert proc.returncode == 1, proc.stderr
+    (reason,) = reasons(proc, "not-written")
+    assert "opened read-only (readonly=True)" in reason["detail"] and reason["file"] == str(TRAIN)
+    assert verdict(proc)["cold"]["misses"] == 2 and verdict(proc)["warm"] is None
 
 
 def test_cache_initialised_too_late(checks):
