@@ -440,6 +440,10 @@ def main(argv: list[str] | None = None) -> int:
     if not settings or any(s not in SETTINGS for s in settings):
         print(f"error: --settings takes {', '.join(SETTINGS)}", file=sys.stderr)
         return 2
+    if not args.mirrors.is_dir():
+        print(f"error: mirrors directory not found: {args.mirrors} (it should hold <owner>+<name>/repo git directories, "
+              "as the fetch tool writes them)", file=sys.stderr)
+        return 2
     if not args.manifest.is_file():
         print(f"error: manifest not found: {args.manifest}", file=sys.stderr)
         return 2
