@@ -6,7 +6,7 @@ The linter (``detective.lint``) never imports torch; the runtime half
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "watch", "load_run"]
+__all__ = ["__version__", "watch", "watch_compile", "step", "load_run"]
 
 
 def __getattr__(name):
@@ -15,6 +15,14 @@ def __getattr__(name):
         from detective.runtime.watch import watch
 
         return watch
+    if name == "watch_compile":
+        from detective.runtime.dynamo_watch import watch_compile
+
+        return watch_compile
+    if name == "step":
+        from detective.runtime.dynamo_watch import step
+
+        return step
     if name == "load_run":
         from detective.runtime.record import load_run
 

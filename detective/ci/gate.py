@@ -148,6 +148,13 @@ def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = N
         problem = cache_problem(run, steps, budget.min_cache_hit_rate)
         if problem:
             verdict.problems.append(problem)
+    from detective.report.dynamo_steps import fallback_headline, fallbacks
+
+    for fallback in fallbacks(run):  # torch.compile gave up on a function: it runs in eager from then on
+        if budget.after_step is not None and fallback["step"] >= budget.after_step:
+            verdict.problems.append(fallback_headline(fallback) + " (torch._dynamo.config.recompile_limit)")
+        else:
+            verdict.notes.append(fallback_headline(fallback))
     if verdict.problems:
         verdict.status = FAIL
     else:

@@ -6,7 +6,8 @@
             train_step()
             torch_xla.sync()
 
-The steps a marked test runs on XLA are recorded (as ``detective.watch`` does) and the
+The steps a marked test runs on XLA are recorded (as ``detective.watch`` does; with torch.compile
+and no torch_xla, or ``backend="dynamo"``, as ``detective.watch_compile`` does) and the
 test fails with the gate's message when the budget is exceeded. Tests that want the
 numbers use the ``detective_watch`` fixture: ``detective_watch.run.steps`` is the table.
 Registered through the ``pytest11`` entry point as ``detective``.
@@ -25,7 +26,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         f"{MARKER}(after_step=None, max_new_programs=0, max_unique_programs=None, max_compile_seconds=None, "
-        "min_cache_hit_rate=None): fail when the XLA steps this test runs compile new programs from after_step "
+        "min_cache_hit_rate=None, backend='auto'): fail when the steps this test runs (torch_xla, or "
+        "torch.compile with backend='dynamo' or without torch_xla) compile new programs from after_step "
         "on, compile longer, or load too few programs from the persistent cache",
     )
 
@@ -33,7 +35,7 @@ def pytest_configure(config):
 def _budget(marker):
     from detective.ci.gate import Budget
 
-    kwargs = dict(marker.kwargs)
+    kwargs = {k: v for k, v in marker.kwargs.items() if k != "backend"}
     if not marker.args and "after_step" not in kwargs:
         if kwargs.get("min_cache_hit_rate") is None and kwargs.get("max_compile_seconds") is None:
             raise pytest.UsageError(f"@pytest.mark.{MARKER}: give after_step, or a restart-time budget "
@@ -49,6 +51,25 @@ def _warmup(budget) -> int:
     return 2 if budget.after_step is None else budget.after_step
 
 
+def _watch(marker, out, warmup):
+    """torch_xla's watch, or the torch.compile one (``backend="dynamo"``, or when torch_xla is not
+    imported by the test)."""
+    import sys
+
+    backend = (marker.kwargs.get("backend") if marker else None) or "auto"
+    if backend == "auto":
+        backend = "xla" if "torch_xla" in sys.modules else "dynamo"
+    if backend == "dynamo":
+        from detective.runtime.dynamo_watch import watch_compile
+
+        return watch_compile(out=out, warmup=warmup)
+    if backend != "xla":
+        raise pytest.UsageError(f"@pytest.mark.{MARKER}: backend must be 'auto', 'xla' or 'dynamo', not {backend!r}")
+    from detective.runtime.watch import watch
+
+    return watch(out=out, warmup=warmup)
+
+
 @pytest.fixture
 def detective_run_dir(tmp_path):
     """Where a marked test's steps are recorded: inside the test's own tmp_path."""
@@ -58,11 +79,9 @@ def detective_run_dir(tmp_path):
 @pytest.fixture
 def detective_watch(request, detective_run_dir):
     """A running ``detective.watch`` recording into the test's tmp_path."""
-    from detective.runtime.watch import watch
-
     marker = request.node.get_closest_marker(MARKER)
     warmup = _warmup(_budget(marker)) if marker else 2
-    with watch(out=detective_run_dir, warmup=warmup) as active:
+    with _watch(marker, detective_run_dir, warmup) as active:
         yield active
 
 
@@ -83,9 +102,7 @@ def pytest_runtest_call(item):
     active = funcargs.get("detective_watch")
     with contextlib.ExitStack() as stack:
         if active is None:
-            from detective.runtime.watch import watch
-
-            active = stack.enter_context(watch(out=funcargs.get("detective_run_dir"), warmup=_warmup(budget)))
+            active = stack.enter_context(_watch(marker, funcargs.get("detective_run_dir"), _warmup(budget)))
         result = yield
     from detective.ci.gate import PASS, evaluate
 

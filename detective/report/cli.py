@@ -38,15 +38,26 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
         sys.exit(EXIT_USAGE)
     for warning in run.warnings:
         click.echo(f"detective: warning: {warning}", err=True)
-    attribution = attribute_run(run)
+    from detective.report.dynamo_steps import is_dynamo_run
+
+    dynamo = is_dynamo_run(run)
+    if dynamo:  # torch.compile: Dynamo recorded the guard and line of each recompile itself
+        from detective.report.dynamo import attribute_dynamo, files_to_lint, join_graph_breaks
+
+        attribution = attribute_dynamo(run)
+        lint_paths = list(lint_paths) or files_to_lint(attribution)
+    else:
+        attribution = attribute_run(run)
     lint_errors, linted, links = [], [], Links()
-    if attribution.available and not no_lint and attribution.recompiles:
+    if attribution.available and not no_lint and (attribution.recompiles or dynamo and lint_paths):
         try:
             findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
         except Exception as exc:  # the attribution stands on its own: report it without the join
             findings, lint_errors = [], [("linter", f"failed ({type(exc).__name__}: {exc}); no static findings joined")]
         linted = sorted({f.path for f in findings})
         links = join(attribution, findings)
+        if dynamo:
+            links = join_graph_breaks(attribution, findings, links)
     if not attribution.available:
         click.echo(f"detective: note: {attribution.reason}", err=True)
     rendered = build(run, attribution, links, lint_errors, linted)

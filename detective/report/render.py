@@ -143,8 +143,10 @@ def _finding_line(finding, relation: str) -> str:
 # -- text -------------------------------------------------------------------------------------
 
 def text(report: Report) -> str:
+    from detective.report.dynamo_steps import run_text_report
+
     run, attr = report.run, report.attribution
-    lines = [text_report(run)]
+    lines = [run_text_report(run)]
     if not attr.available:  # count mode: the step table alone, as `detective run` prints it
         return "\n".join(lines)
     rows = step_rows(run)
@@ -222,6 +224,11 @@ def _text_attribution(report: Report) -> list[str]:
             out.append(f"    step {item.step}: {item.kind} at {where(item)}")
     if attr.missing_graphs:
         out.append(f"note: the IR of {_plural(len(attr.missing_graphs), 'graph')} is missing; those were triggered-line only")
+    if hasattr(attr, "graph_breaks"):  # torch.compile: fallbacks to eager and graph breaks
+        from detective.report.dynamo import text_section
+
+        section = text_section(attr, report.links, show_path)
+        out += [""] + section if section else []
     for path, problem in report.lint_errors:
         out.append(f"note: linter: {path}: {problem}")
     return out
@@ -242,6 +249,12 @@ def as_json(report: Report) -> dict:
     data["by_line"] = [g.to_json() for g in report.groups]  # recompiles grouped, most expensive first
     data["first_programs"] = [item_json(i) for i in attr.first_programs]
     data["host_syncs"] = [h.to_json() for h in attr.host_syncs]
+    if hasattr(attr, "graph_breaks"):  # torch.compile
+        from detective.report.dynamo import json_section
+        from detective.report.dynamo_steps import dynamo_json
+
+        data.update(dynamo_json(report.run))
+        data["dynamo"].update(json_section(attr, links))
     data["linter"] = {
         "files": report.linted,
         "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],

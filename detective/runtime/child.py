@@ -84,8 +84,16 @@ def activate() -> None:
     if not out_dir:
         return
     mode = os.environ.get(ENV_MODE, "count")
+    backend = os.environ.get("DETECTIVE_BACKEND", "xla")
+    if backend in ("auto", "dynamo"):  # torch.compile: detective.runtime.dynamo_watch
+        from detective.runtime.dynamo_watch import arm
+
+        arm(out_dir, backend)
+        if backend == "dynamo":
+            return
     os.environ.update(process_files(out_dir, os.getpid(), mode))
-    if os.environ.get(ENV_PARENT) == str(os.getppid()) and importlib.util.find_spec("torch_xla") is None:
+    if os.environ.get(ENV_PARENT) == str(os.getppid()) and importlib.util.find_spec("torch_xla") is None \
+            and (backend == "xla" or importlib.util.find_spec("torch") is None):
         _report_missing_torch_xla(out_dir)
     sys.meta_path.insert(0, _TorchXlaImportHook())
 

@@ -25,6 +25,9 @@ def _fail(message: str) -> None:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Run directory [default: .detective/runs/<timestamp>].")
 @click.option("--mode", type=click.Choice(MODES), default="count", show_default=True,
               help="count: cheap, hashes and counts; diagnose: also IR debug info and the IR of each new graph.")
+@click.option("--backend", type=click.Choice(["auto", "xla", "dynamo"]), default="auto", show_default=True,
+              help="What to record: xla (torch_xla programs), dynamo (torch.compile compiles, recompiles, graph "
+                   "breaks), auto (dynamo unless torch_xla runs; both with torch.compile(backend='openxla')).")
 @click.option("--warmup", type=click.IntRange(min=0), default=2, show_default=True,
               help="Steps allowed to compile new programs; later ones are flagged.")
 @click.option("--quiet", is_flag=True, help="Do not print the per-step table at the end.")
@@ -37,7 +40,7 @@ def _fail(message: str) -> None:
               help="Format of the gate's verdict (printed on stdout).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
-def run(ctx, out_dir, mode, warmup, quiet, gate_after_step, max_new_programs, max_unique_programs,
+def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_programs, max_unique_programs,
         max_compile_seconds, gate_format, command):
     """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step.
 
@@ -57,14 +60,14 @@ def run(ctx, out_dir, mode, warmup, quiet, gate_after_step, max_new_programs, ma
             and gate_after_step is not None:
         warmup = gate_after_step  # the table's "new after warm-up" marks match the gate
     try:
-        exit_code, out_dir = launch(list(command), out_dir, mode, warmup)
+        exit_code, out_dir = launch(list(command), out_dir, mode, warmup, backend=backend)
     except LaunchError as exc:
         _fail(str(exc))
     if not quiet:
         from detective.runtime.record import load_run
-        from detective.report.steps import text_report
+        from detective.report.dynamo_steps import run_text_report
 
-        click.echo(text_report(load_run(out_dir)), err=True)
+        click.echo(run_text_report(load_run(out_dir)), err=True)
     click.echo(f"detective: record in {out_dir} (detective report {out_dir})", err=True)
     if gating:
         from detective.ci.cli import gate_run

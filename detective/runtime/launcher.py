@@ -54,9 +54,11 @@ def prepare_out_dir(out_dir: str, meta: dict) -> None:
         raise LaunchError(f"cannot write to output directory {out_dir}: {exc.strerror or exc}") from None
 
 
-def child_env(out_dir: str, mode: str, progress: bool) -> dict[str, str]:
+def child_env(out_dir: str, mode: str, progress: bool, backend: str = "xla") -> dict[str, str]:
     env = dict(os.environ)
-    env.update(child.mode_env(mode))
+    if backend != "dynamo":  # torch_xla's debug settings; a Dynamo-only run leaves them alone
+        env.update(child.mode_env(mode))
+    env["DETECTIVE_BACKEND"] = backend
     env.update(
         {
             child.ENV_OUT: os.path.abspath(out_dir),
@@ -88,7 +90,8 @@ def _wait(proc: subprocess.Popen) -> int:
 
 
 def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progress: bool = True,
-        extra_env: dict[str, str] | None = None, stdout: int | None = None) -> tuple[int, str]:
+        extra_env: dict[str, str] | None = None, stdout: int | None = None,
+        backend: str = "xla") -> tuple[int, str]:
     """Run the command traced. Returns (exit code, run directory).
 
     `extra_env` is added to the child's environment; `stdout` (a file descriptor) replaces the
@@ -100,13 +103,14 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
         raise LaunchError(f"command not found: {command[0]}")
     out_dir = out_dir or default_out_dir()
     started = time.time()
-    env = child_env(out_dir, mode, progress)
+    env = child_env(out_dir, mode, progress, backend)
     env.update(extra_env or {})
     meta = {
         "schema": SCHEMA,
         "command": list(command),
         "cwd": os.getcwd(),
         "mode": mode,
+        "backend": backend,
         "warmup": warmup,
         "env": child.env_subset(env),
         "versions": {"detective": detective.__version__},

@@ -1,0 +1,31 @@
+"""`.item()` inside forward: Dynamo cannot put a Python number into the graph, so it breaks the
+graph there and runs the rest as a second graph (plus Python in between), every call."""
+
+import sys
+
+import torch
+
+BACKEND = sys.argv[1] if len(sys.argv) > 1 else "aot_eager"
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.lin(x)
+        limit = h.abs().max().item()  # a host read: graph break here
+        return torch.clamp(h, -limit / 2, limit / 2)
+
+
+torch.manual_seed(0)
+model = Net()
+compiled = torch.compile(model, backend=BACKEND)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(6):
+    loss = compiled(torch.randn(8, 16)).pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+print("done")
