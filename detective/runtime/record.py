@@ -31,6 +31,23 @@ Events (every one has "event" and "pid"; steps and executions also "rank"):
                 fallback_ops), cache {config {path, read_only} | null, compile_env, totals}
     no_torch_xla  python (the direct child could not import torch_xla; nothing else ran)
 
+torch.compile runs (``--backend dynamo``, detective/runtime/dynamo.py) use the same events, with
+``backend: "dynamo"`` on start, execution, step and end. An execution is one Dynamo frame compile:
+graph_hash and compile_id are Dynamo's compile id ("0/3"), compiled (false: refused at the recompile
+limit), new (a program was installed), cause, graph_name (the function), frames and site (the
+guard's user line, else the call site), trigger (the call site), function {file, line, function},
+recompile, kind (shape|constant|dtype|device|identity|global|other), guards (failing guard texts),
+guard_source, first_change, guard_line, resumes_after_break, fallback (the recompile limit was hit:
+the function runs in eager from then on), compiles_of_function, failed (exception type),
+dynamo_seconds, backend_seconds, restarts. Steps end at optimizer.step() (boundary "optimizer")
+or detective.step() ("manual"); executions and cached are null; they add frames_compiled,
+recompiles, graph_breaks, cache_limit_fallbacks, failed_compiles, dynamo_seconds, backend_seconds.
+Also:
+
+    graph_break      step, reason, file, line, function, code (the user line of the break)
+    dynamo_compile   an execution recorded on a torch_xla run's steps (torch.compile with
+                     backend="openxla"): same keys, step is the XLA tracer's
+
 Execution events of a step come before its step event. Host transfers and fallback ops are
 counted from the previous boundary to this one, so a value read right after a sync counts in
 the next step. Hashes depend on the mode (XLA_IR_DEBUG/XLA_HLO_DEBUG): never compare across runs
