@@ -19,6 +19,13 @@ Rows:
   fixit (--vs fixit) `fixit lint TREE` (Fixit 2.2.1, its default rules and its own process
                      pool), installed on first use into a throwaway virtualenv under
                      ~/.cache/detective-bench/ (never a dependency of this project)
+  installed bases    (--installed-bases) generated files whose models subclass transformers
+                     classes (transformers installed with --no-deps into a scratch virtualenv
+                     under ~/.cache/detective-bench/, put on the linter's path with PYTHONPATH,
+                     never imported), linted cold as a CLI with guess-modules = false: with the
+                     package on the path (bases followed to nn.Module through its source) and
+                     without it (nothing resolves, nothing is found); the difference is what
+                     environment resolution costs
 
 Targets on a 2-core machine: cold >= 8x Fixit's lines/s, warm >= 20x faster than cold,
 pre-commit under 1 s.
@@ -27,6 +34,7 @@ pre-commit under 1 s.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -45,6 +53,17 @@ from detective.lint.engine import discover, lint_paths
 DEFAULT_SUBTREES = ("nn", "optim", "distributed", "ao", "_dynamo")
 FIXIT_VERSION = "2.2.1"
 FIXIT_VENV = Path.home() / ".cache" / "detective-bench" / f"fixit-{FIXIT_VERSION}"
+TRANSFORMERS_VENV = Path.home() / ".cache" / "detective-bench" / "transformers-src"
+# (module, class) pairs the generated files subclass: the top-level lazy re-exports and the
+# model modules themselves.
+INSTALLED_BASES = [
+    ("transformers", "PreTrainedModel"), ("transformers", "BertPreTrainedModel"),
+    ("transformers", "LlamaForCausalLM"), ("transformers.models.bert.modeling_bert", "BertLayer"),
+    ("transformers.models.llama.modeling_llama", "LlamaDecoderLayer"),
+    ("transformers.models.gpt2.modeling_gpt2", "GPT2PreTrainedModel"),
+    ("transformers.models.t5.modeling_t5", "T5PreTrainedModel"),
+    ("transformers.models.whisper.modeling_whisper", "WhisperPreTrainedModel"),
+]
 
 
 def default_trees() -> list[Path]:
@@ -117,6 +136,43 @@ def run_fixit(fixit: Path, tree: Path) -> float:
     return elapsed
 
 
+def ensure_transformers(venv_dir: Path) -> Path:
+    """site-packages of a scratch virtualenv holding transformers' source (no dependencies)."""
+    found = sorted(venv_dir.glob("lib/python3*/site-packages"))
+    if not found or not (found[0] / "transformers").is_dir():
+        print(f"installing transformers (--no-deps) into {venv_dir} (benchmark only) ...", flush=True)
+        venv.EnvBuilder(with_pip=True, clear=True).create(venv_dir)
+        subprocess.run([str(venv_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                        "transformers"], check=True)
+        found = sorted(venv_dir.glob("lib/python3*/site-packages"))
+    return found[0]
+
+
+def installed_bases(scratch: Path, env: dict, files: int = 120) -> None:
+    site = ensure_transformers(TRANSFORMERS_VENV)
+    tree = scratch / "installed-bases"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text("[tool.detective]\nguess-modules = false\n")
+    for i in range(files):
+        module, name = INSTALLED_BASES[i % len(INSTALLED_BASES)]
+        (tree / f"model_{i}.py").write_text(
+            f"from {module} import {name}\n\n\nclass Head{i}({name}):\n"
+            f"    def forward(self, hidden):\n        return hidden.mean().item()\n")
+    lines = sum(p.read_bytes().count(b"\n") for p in tree.glob("*.py"))
+    print(f"installed bases: {files} files ({lines} lines) subclassing {len(INSTALLED_BASES)} transformers "
+          f"classes; transformers from {site}")
+    for label, extra in (("with transformers on the path", {"PYTHONPATH": str(site)}),
+                         ("without it (nothing resolves)", {})):
+        run_env = {**env, **extra, "DETECTIVE_CACHE_DIR": str(scratch / f"cache-bases-{bool(extra)}")}
+        if not extra:
+            run_env.pop("PYTHONPATH", None)
+        seconds, proc = timed_cli(["--format", "json", "."], tree, run_env)
+        found = len(json.loads(proc.stdout or "[]"))
+        print(f"  cold CLI, {label:<32} {seconds:8.3f} s  {found} findings (of {files})", flush=True)
+        again, _ = timed_cli(["--format", "json", "."], tree, run_env)
+        print(f"  warm CLI, {label:<32} {again:8.3f} s", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tree", action="append", type=Path, help="directory to lint (repeatable)")
@@ -124,6 +180,8 @@ def main() -> None:
     parser.add_argument("--vs", choices=["fixit"], help="also time Fixit on the same tree")
     parser.add_argument("--fixit-venv", type=Path, default=FIXIT_VENV)
     parser.add_argument("--skip-single", action="store_true", help="skip the one-process lint row")
+    parser.add_argument("--installed-bases", action="store_true",
+                        help="also time a cold run over files subclassing transformers classes")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="detective-bench-"))
@@ -173,6 +231,8 @@ def main() -> None:
         print(f"{'pre-commit: 5 changed files':<30} {pre_s:8.3f} s  ({changed_lines:,} lines changed, "
               f"{len(files)} files of project context; target < 1 s)", flush=True)
 
+        if args.installed_bases:
+            installed_bases(scratch, env)
         if args.vs == "fixit":
             fixit = ensure_fixit(args.fixit_venv)
             cpu0 = cpu_seconds()

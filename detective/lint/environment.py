@@ -36,6 +36,7 @@ KNOWN = {
 _BUILTINS = frozenset(dir(builtins))
 _MAX_HOPS = 24  # re-exports plus inheritance depth
 _MAX_BYTES = 4_000_000  # larger "modules" are generated data, not class hierarchies
+_MAX_PARSED = 2_000  # files parsed per run: a bound on pathological re-export fan-outs
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Environment:
         self.search_path = search_path  # None: sys.path
         self.store = store if store is not None else {}  # path -> (content hash, ModuleRecord)
         self.dirty = False
+        self.parsed = 0
         self._modules: dict[str, ModuleRecord | None] = {}
         self._kinds: dict[str, str | None] = {}
 
@@ -97,6 +99,20 @@ class Environment:
             locations = [str(found)]
         return None
 
+    def _may_define(self, dotted: str, name: str) -> bool:
+        """Cheap test before parsing a star-imported module: it names ``name`` or re-exports
+        with ``*`` itself (transformers' models/__init__ fans out to hundreds of modules)."""
+        if dotted in self._modules:
+            return True
+        found = self.module_file(dotted)
+        if found is None:
+            return False
+        try:
+            raw = found[0].read_bytes()
+        except OSError:
+            return False
+        return name.encode() in raw or b"import *" in raw
+
     def module(self, dotted: str) -> ModuleRecord | None:
         if dotted in self._modules:
             return self._modules[dotted]
@@ -118,6 +134,9 @@ class Environment:
         cached = self.store.get(key)
         if cached is not None and cached[0] == digest:
             return cached[1]
+        self.parsed += 1
+        if self.parsed > _MAX_PARSED:
+            return None
         try:
             tree = ast.parse(raw, filename=key)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -144,6 +163,8 @@ class Environment:
             if name in module.imports:
                 return self.find_class(".".join([module.imports[name], *rest]), hops + 1)
             for star in module.stars:  # from .modules import *
+                if not self._may_define(star, name):
+                    continue
                 found = self.find_class(".".join([star, name, *rest]), hops + 1)
                 if found is not None:
                     return found
