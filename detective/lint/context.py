@@ -90,14 +90,16 @@ class Context:
         self.regions.track(node)
         assumed = self._assumed
         for fn in self._visit.get(name, ()):
-            assumed.clear()
+            if assumed:
+                assumed.clear()
             fn(node)
         return name not in SKIP_CHILDREN
 
     def _on_leave(self, node: cst.CSTNode) -> None:
         assumed = self._assumed
         for fn in self._leave.get(type(node).__name__, ()):
-            assumed.clear()
+            if assumed:
+                assumed.clear()
             fn(node)
         if self.regions.dead_depth:
             self.regions.untrack(node)

@@ -71,6 +71,7 @@ class SemanticModel:
         self.imports_xla = False  # torch_xla imported so far (in walk order)
         self.module_imports: list[str] = []
         self.infer = TensorInference(self)
+        self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
         self.functions.append(FunctionFrame(module_scope))
@@ -99,7 +100,16 @@ class SemanticModel:
 
     # ------------------------------------------------------------------ names
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        """Dotted name of a Name/Attribute chain with import aliases expanded."""
+        """Dotted name of a Name/Attribute chain with import aliases expanded (memoised per
+        node: every rule asks about the same call's callee)."""
+        key = id(node)
+        if key in self._resolved:
+            return self._resolved[key]
+        result = self._resolve(node)
+        self._resolved[key] = result
+        return result
+
+    def _resolve(self, node: cst.BaseExpression) -> str | None:
         if isinstance(node, cst.Name):
             for frame in reversed(self.functions):
                 if node.value in frame.aliases:
