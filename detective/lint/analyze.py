@@ -98,7 +98,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         target = _resolve_local(model, item.payload[0], item.scope)
         if target and (item.scope, target) not in seen:
             seen.add((item.scope, target))
-            summary.scopes[item.scope].calls.append(CallRef(target, 0))
+            summary.scopes[item.scope].calls.append(CallRef(target))
     for scope, target in regions.step_closures:
         resolved = _resolve_local(model, target, scope)
         if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:
@@ -106,7 +106,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     for scope, ref, _node, reason in regions.compile_targets:
         target = _resolve_local(model, ref.target, scope)
         if target:
-            summary.compile_targets.append((scope, CallRef(target, 0), reason))
+            summary.compile_targets.append((scope, CallRef(target), reason))
 
     for item in candidates:
         code, message, node, extras, subject, assumes = item.payload

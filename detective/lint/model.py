@@ -44,7 +44,6 @@ class CallRef:
     """
 
     target: str
-    line: int
 
 
 @dataclass

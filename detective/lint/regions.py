@@ -303,7 +303,7 @@ class Regions:
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
             if target is not None:
                 reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
-                self.compile_targets.append((model.scope.qualname, CallRef(target, 0), fn, reason))
+                self.compile_targets.append((model.scope.qualname, CallRef(target), fn, reason))
             return
         target = model.call_target(node.func)
         if target is not None:

@@ -37,7 +37,6 @@ class Valid:
 class Invalid:
     code: str
     line: int | None = None  # 1-based line the finding must be on, when given
-    chain: tuple[str, ...] | None = None  # expected function names along the chain
 
 
 # Where a rule's candidates count, decided in the cross-file pass:

@@ -241,3 +241,58 @@ def test_lint_sources_uses_the_installed_environment():
             return x.sum().item()
     """
     assert [(f.line, f.code) for f in lint_sources({"w.py": textwrap.dedent(src)})] == [(6, "RC001")]
+
+
+def test_return_summaries_across_files_decide_helper_results():
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/util.py": """
+            import torch
+            import torch.nn.functional as F
+
+            def is_padded(m):
+                return (m == 0).any()
+
+            def ready(n, k):
+                return n == k
+
+            def pad_to_multiple(x, k):
+                if x.size(0) % k == 0:
+                    return x, 0
+                return F.pad(x, (0, 1)), 1
+        """,
+        "pkg/model.py": """
+            import numpy as np
+            import torch
+            from pkg.util import is_padded, ready, pad_to_multiple
+
+            class Net(torch.nn.Module):
+                def forward(self, x, mask):
+                    if is_padded(mask):
+                        x = x * mask
+                    if ready(3, 4):
+                        x = x + 1
+                    x, pad = pad_to_multiple(x, 8)
+                    if pad > 0:
+                        x = x[:-1]
+                    table = np.arange(4)
+                    return x * table.sum().item()
+        """,
+    }
+    assert lint(files) == [("pkg/model.py", 8, "RC002")]
+
+
+def test_module_classes_of_installed_packages_are_cached_on_disk(tmp_path, monkeypatch):
+    from detective.lint.engine import lint_paths
+
+    (tmp_path / "pyproject.toml").write_text("[tool.detective]\nguess-modules = false\n")
+    # torch_xla's FSDP wrapper: an nn.Module only its source says so (never imported here)
+    (tmp_path / "m.py").write_text(textwrap.dedent(HEAD.replace("fw.layers", "torch_xla.distributed.fsdp")
+                                                   .replace("BaseLayer", "XlaFullyShardedDataParallel")))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DETECTIVE_CACHE_DIR", str(tmp_path / "cache"))
+    from detective.lint.config import load_config
+
+    result = lint_paths(["m.py"], load_config(start=tmp_path), use_cache=True)
+    assert [(f.line, f.code) for f in result.findings] == [(6, "RC001")]
+    assert (tmp_path / "cache" / "environment.pickle").is_file()
