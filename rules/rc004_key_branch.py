@@ -200,6 +200,7 @@ class Net(torch.nn.Module):
                 return None
             keys.append(key)
             node = node.value
-        if isinstance(node, cst.Name) and node.value in self.context.function.data_names:
+        if isinstance(node, cst.Name) and node.value in self.context.function.data_names \
+                and "out" not in node.value.lower():  # encoder_out, net_output: results, not inputs
             return node.value + "".join(f"[{k!r}]" for k in reversed(keys))
         return None

@@ -20,7 +20,7 @@ class DynamicShape(Rule):
     Flags operations whose output shape depends on tensor values: boolean-mask indexing
     (`x[mask]`, `x[x > 0]`), `nonzero`/`argwhere`, one-argument `torch.where(cond)`,
     `masked_select`, `unique`, `topk`/`kthvalue` with a `k` read from tensor values, and
-    `repeat_interleave` with tensor repeats.
+    `repeat_interleave` with tensor repeats (unless `output_size=` pins the length).
 
     ## Why is this bad?
     A compiled program is keyed by input shapes. When a shape comes from data, every new
@@ -190,7 +190,7 @@ class MoE(torch.nn.Module):
             repeats = keywords.get("repeats", args[offset].value if len(args) > offset else None)
             if is_torch and len(args) == 1 and not keywords:
                 repeats = args[0].value  # torch.repeat_interleave(repeats)
-            if repeats is not None and context.is_tensor(repeats):
+            if repeats is not None and context.is_tensor(repeats) and "output_size" not in keywords:
                 self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
                             subject="repeat_interleave")
 

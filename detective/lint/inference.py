@@ -105,10 +105,13 @@ class TensorInference:
             return True  # ids[ids >= 0], lprobs[lprobs != lprobs]: a comparison as an index
         name = node.value if isinstance(node, cst.Name) else (
             node.attr.value if isinstance(node, cst.Attribute) else None)
-        if name is None or name in function.host_names:
+        if name is None or name in function.host_names or name in function.cpu_names:
             return False
         lowered = name.lower()
-        return "mask" in lowered and not lowered.endswith(MASK_SUFFIXES)
+        if "mask" not in lowered or lowered.endswith(MASK_SUFFIXES):
+            return False
+        self.weigh_receiver(node)  # mask = masks[i] of np.zeros(...): NumPy vetoes
+        return True
 
     def is_tensor(self, node: cst.BaseExpression) -> bool:
         model = self.model

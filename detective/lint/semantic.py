@@ -282,6 +282,14 @@ class SemanticModel:
             (names.add if flag else names.discard)(name)
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
+        if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) \
+                and isinstance(value, (cst.Tuple, cst.List)) \
+                and len(targets[0].elements) == len(value.elements) \
+                and not any(isinstance(e, cst.StarredElement) for e in (*targets[0].elements, *value.elements)):
+            # bsz, max_len = lens.size(0), lens.max().item(): element by element
+            for target, element in zip(targets[0].elements, value.elements):
+                self.bind_value([target.value], element.value)
+            return
         infer = self.infer
         infer.assumed.clear()
         tensor = infer.is_tensor(value)
@@ -397,7 +405,8 @@ class SemanticModel:
             self.bind_target(target)  # keys, names and indices: not input data
         elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
             self.bind_target(target.elements[0].value)
-            self.bind_target(target.elements[1].value, data=True)
+            over_tensor = bool(it.args) and self.infer.is_tensor(it.args[0].value)
+            self.bind_target(target.elements[1].value, data=True, tensor=over_tensor)
         else:
             # for row in batch_tensor: each row is a tensor too.
             self.bind_target(target, data=True, tensor=self.infer.is_tensor(it))
