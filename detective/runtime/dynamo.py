@@ -79,6 +79,7 @@ class DynamoRecorder:
         self._dirty = True  # a compile may have run since the last drain
         self._activity: tuple | None = None  # Dynamo's frame and graph-break counts at the last drain
         self._stacks: dict[str, list[dict]] = {}  # compile id -> live stack at compile start
+        self._steps_at_start: dict[str, int] = {}  # compile id -> step it began in (read later)
         self._on_end = self._compile_ended  # one bound method each, so they can be found again
         self._on_start = self._compile_started
 
@@ -144,6 +145,7 @@ class DynamoRecorder:
                 frames.append({"file": code.co_filename, "line": frame.f_lineno, "function": code.co_name})
                 frame = frame.f_back
             self._stacks[compile_id] = frames
+            self._steps_at_start[compile_id] = self._current_step()
         except Exception:
             pass
 
@@ -214,7 +216,7 @@ class DynamoRecorder:
             cause = "first compile of this function"
         event = {
             "event": "execution" if self._xla_step() is None else "dynamo_compile",
-            "step": self._current_step(),
+            "step": self._step_of(compile_id),
             "index": len(self._pending),
             "graph_hash": compile_id,
             "compiled": not fallback,
@@ -296,6 +298,11 @@ class DynamoRecorder:
             return self.xla_step()
         except Exception:
             return None
+
+    def _step_of(self, compile_id: str) -> int:
+        """The step a compile began in: an XLA tracer's steps can move on before it is read."""
+        started = self._steps_at_start.pop(compile_id, None)
+        return started if started is not None and self._xla_step() is not None else self._current_step()
 
     def _current_step(self) -> int:
         xla = self._xla_step()
