@@ -114,29 +114,49 @@ def _start_tracing(torch_xla_module) -> None:
         import torch_xla.core.xla_model as xm
         import torch_xla.debug.metrics as met
 
-        from detective.runtime import hooks
+        from detective.runtime import hooks, stall
+        from detective.runtime.rank_tracer import Dispatch, install_spawn_hook
         from detective.runtime.tracer import Tracer
 
         out_dir = os.environ[ENV_OUT]
         mode = os.environ.get(ENV_MODE, "count")
-        tracer = Tracer(
-            out_dir,
-            mode,
-            met,
-            debug_file=os.environ["PT_XLA_DEBUG_FILE"],
-            ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
-            progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
-        )
-        tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
-        hooks.install(xm, tracer.boundary)
+
+        def process_tracer() -> Tracer:  # again in a forked child, for its own pid
+            tracer = Tracer(
+                out_dir,
+                mode,
+                met,
+                debug_file=os.environ["PT_XLA_DEBUG_FILE"],
+                ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
+                progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
+            )
+            tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
+            _finish_with_multiprocessing(dispatch)
+            stall.arm(out_dir)
+            return tracer
+
+        dispatch = Dispatch(process_tracer)
+        dispatch.process_tracer()
+        hooks.install(xm, dispatch.boundary)
+        install_spawn_hook(dispatch, out_dir, mode)
         import torch_xla.runtime as xr
 
-        tracer.cache.wrap_initialize_cache(xr, tracer.caller_site, tracer.writer.write)
+        first = dispatch.process_tracer()
+        first.cache.wrap_initialize_cache(xr, first.caller_site, first.writer.write)
         # Registered after torch_xla's own atexit handler, so it runs first, runtime still up.
-        atexit.register(tracer.finish)
-        _active.append(tracer)
+        atexit.register(dispatch.finish_process)
+        _active.append(dispatch)
     except Exception as exc:  # never break the user's training because of the tracer
         print(f"detective: tracer did not start: {exc!r}", file=sys.stderr)
+
+
+def _finish_with_multiprocessing(dispatch) -> None:
+    """A multiprocessing child leaves through os._exit after its finalizers, skipping atexit."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and mp.parent_process() is not None:
+        from multiprocessing import util
+
+        util.Finalize(None, dispatch.finish_process, exitpriority=100)
 
 
 _active: list = []
@@ -144,4 +164,4 @@ _active: list = []
 
 def active_tracer():
     """The tracer `detective run` started in this process, if any."""
-    return _active[0] if _active else None
+    return _active[0].process_tracer() if _active else None

@@ -56,11 +56,13 @@ of different modes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
 
 from detective.runtime.events import EVENTS_FILE
+from detective.runtime.ranks import RankEvents, group_by_rank
 
 RUN_FILE = "run.json"
 SCHEMA = 1
@@ -154,10 +156,34 @@ class Run:
     meta: dict
     events: list[dict]
     warnings: list[str] = field(default_factory=list)
+    rank: int | None = None  # the rank whose steps make the table; None: the lowest recorded
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def ranks(self) -> dict[int, RankEvents]:
+        """Every rank that recorded steps, by global rank (one entry for a single-process run)."""
+        if "ranks" not in self._cache:
+            self._cache["ranks"], warnings = group_by_rank(self.events)
+            self.warnings.extend(warnings)
+        return self._cache["ranks"]
+
+    def for_rank(self, rank: int) -> "Run":
+        """The same run, its table and attribution taken from ``rank`` (KeyError if it never recorded a step)."""
+        if rank not in self.ranks:
+            raise KeyError(rank)
+        return dataclasses.replace(self, rank=rank)
+
+    @property
+    def _main(self) -> RankEvents | None:
+        ranks = self.ranks
+        if not ranks:
+            return None
+        return ranks[self.rank] if self.rank is not None else next(iter(ranks.values()))
 
     @property
     def pid(self) -> int | None:
-        return main_pid(self.events, self.meta.get("launcher_pid"))
+        main = self._main
+        return main.key[1] if main is not None else main_pid(self.events, self.meta.get("launcher_pid"))
 
     def _of_main(self, kind: str) -> list[dict]:
         pid = self.pid
@@ -165,21 +191,29 @@ class Run:
 
     @property
     def start(self) -> dict | None:
+        main = self._main
+        if main is not None and main.start is not None:
+            return main.start
         starts = self._of_main("start")
         return starts[0] if starts else None
 
     @property
     def end(self) -> dict | None:
+        main = self._main
+        if main is not None:
+            return main.end
         ends = self._of_main("end")
         return ends[-1] if ends else None
 
     @property
     def step_events(self) -> list[dict]:
-        return sorted(self._of_main("step"), key=lambda e: e["step"])
+        main = self._main
+        return sorted(main.steps, key=lambda e: e["step"]) if main is not None else []
 
     @property
     def execution_events(self) -> list[dict]:
-        return self._of_main("execution")
+        main = self._main
+        return main.executions if main is not None else []
 
     @property
     def steps(self):

@@ -210,7 +210,7 @@ class Tracer:
     # -- one step --
     def _close_step(self, kind: str, complete: bool) -> None:
         if self.rank is None:
-            self.rank = _rank()
+            self._identify()
         before = self._baseline
         now = self._snapshot(before)
         compiled = now["uncached"] - before["uncached"]
@@ -270,6 +270,14 @@ class Tracer:
         self._last_time = wall
         self.progress.update(self.step, self.unique)
         self.step += 1
+
+    def _identify(self) -> None:
+        """Once the runtime is up (first step): which rank this process is, recorded once."""
+        from detective.runtime.ranks import identity
+
+        fields = identity()
+        self.rank = fields["rank"]
+        self.writer.write(fields)
 
     def _mark_new(self, executions: list[dict], now: dict, before: dict) -> int:
         """Fill compile seconds and the "new" flags; returns how many programs are new."""
@@ -417,12 +425,3 @@ def _encode_step(e: dict) -> str:
 
 def _json_bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-def _rank() -> int | None:
-    try:
-        import torch_xla.runtime as xr
-
-        return xr.global_ordinal()
-    except Exception:
-        return None
