@@ -58,8 +58,9 @@ def emit_verdict(verdict, run_dir: str, fmt: str) -> None:
         click.echo(verdict.message())
 
 
-def gate_run(run_dir: str, budget_args: dict, fmt: str, config_path=None):
-    from detective.ci.gate import Budget, Verdict, evaluate, script_of
+def gate_run(run_dir: str, budget_args: dict, fmt: str, config_path=None, allow_rank_divergence: bool = False):
+    from detective.ci.gate import Budget, Verdict, script_of
+    from detective.ci.rank_gate import evaluate_ranks
     from detective.runtime.record import RunNotFound, load_run
 
     try:
@@ -72,7 +73,7 @@ def gate_run(run_dir: str, budget_args: dict, fmt: str, config_path=None):
     for warning in run.warnings:
         click.echo(f"detective: warning: {warning}", err=True)
     budget = resolve_budget(**budget_args, script=script_of(run), config_path=config_path)
-    verdict = evaluate(run, budget, attributions=_attributions(run))
+    verdict = evaluate_ranks(run, budget, _attributions, allow_rank_divergence)
     emit_verdict(verdict, run_dir, fmt)
     return verdict
 
@@ -90,8 +91,9 @@ def _attributions(run) -> dict[int, list[dict]] | None:
 @click.option("--format", "fmt", type=click.Choice(GATE_FORMATS), default="text", show_default=True)
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml with [tool.detective.gate] (default: the nearest one).")
+@click.option("--allow-rank-divergence", is_flag=True, help="Do not fail when ranks executed different graphs.")
 def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile_seconds, min_cache_hit_rate, fmt,
-         config_path):
+         config_path, allow_rank_divergence):
     """Fail when RUN_DIR compiled new programs after warm-up.
 
     Exit status: 0 within budget; 1 budget exceeded; 2 the run cannot be judged (missing,
@@ -100,7 +102,7 @@ def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile
     budget_args = dict(after_step=after_step, max_new_programs=max_new_programs,
                        max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
                        min_cache_hit_rate=min_cache_hit_rate)
-    verdict = gate_run(run_dir, budget_args, fmt, config_path)
+    verdict = gate_run(run_dir, budget_args, fmt, config_path, allow_rank_divergence)
     sys.exit(verdict.status)
 
 

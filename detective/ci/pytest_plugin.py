@@ -104,9 +104,10 @@ def pytest_runtest_call(item):
         if active is None:
             active = stack.enter_context(_watch(marker, funcargs.get("detective_run_dir"), _warmup(budget)))
         result = yield
-    from detective.ci.gate import PASS, evaluate
+    from detective.ci.gate import PASS
+    from detective.ci.rank_gate import evaluate_ranks
 
-    verdict = evaluate(active.run, budget)
+    verdict = evaluate_ranks(active.run, budget)
     item.user_properties.append(("detective_gate", verdict.message()))
     if verdict.status != PASS:
         pytest.fail(verdict.message(), pytrace=False)

@@ -22,8 +22,9 @@ EXIT_USAGE = 2
 @click.option("--lint", "lint_paths", multiple=True, type=click.Path(),
               help="Files or folders to lint for the join [default: the files the recompiles point at]. Repeatable.")
 @click.option("--no-lint", is_flag=True, help="Do not run the linter (no static findings in the report).")
+@click.option("--rank", type=int, help="Show this rank's steps and recompiles [default: the lowest recorded rank].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
-def report(run_dir, fmt, lint_paths, no_lint, output):
+def report(run_dir, fmt, lint_paths, no_lint, rank, output):
     """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
     from detective.report.attribution import attribute_run
     from detective.report.join import join, lint_files
@@ -36,6 +37,16 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
     except RunNotFound as exc:
         click.echo(f"detective: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    if rank is not None:
+        try:
+            run = run.for_rank(rank)
+        except KeyError:
+            recorded = ", ".join(map(str, run.ranks)) or "none"
+            click.echo(f"detective: rank {rank} recorded no steps in {run_dir} (ranks recorded: {recorded})", err=True)
+            sys.exit(EXIT_USAGE)
+    from detective.report.rank_text import rank_sections
+
+    ranks = rank_sections(run, lint=not no_lint, lint_paths=list(lint_paths))
     for warning in run.warnings:
         click.echo(f"detective: warning: {warning}", err=True)
     from detective.report.dynamo_steps import is_dynamo_run
@@ -60,7 +71,7 @@ def report(run_dir, fmt, lint_paths, no_lint, output):
             links = join_graph_breaks(attribution, findings, links)
     if not attribution.available:
         click.echo(f"detective: note: {attribution.reason}", err=True)
-    rendered = build(run, attribution, links, lint_errors, linted)
+    rendered = build(run, attribution, links, lint_errors, linted, ranks)
     if fmt == "json":
         body = json.dumps(as_json(rendered), indent=2)
     elif fmt == "markdown":

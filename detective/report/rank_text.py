@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from detective.report.ranks import alike_groups, rank_rows, stall_text
 
 
@@ -80,7 +82,51 @@ def ranks_summary(run, shown_rank: int | None) -> list[str]:
         r = by_rank[group[0]]
         label = f"ranks {group[0]}-{group[-1]}" if len(group) > 2 else _ranks(group)
         finished = "" if all(by_rank[g]["finished"] for g in group) else " (did not finish)"
-        lines.append(f"  {label}: {len(r['steps'])} steps, {r['total_unique_programs']} unique programs{finished}")
+        programs = r["total_unique_programs"]
+        lines.append(f"  {label}: {len(r['steps'])} steps, {programs} unique program{'' if programs == 1 else 's'}{finished}")
     shown = shown_rank if shown_rank is not None else rows[0]["rank"]
     lines.append(f"the table shows rank {shown} (detective report RUN --rank N for another)")
     return lines
+
+
+@dataclass
+class RankSections:
+    divergences: list
+    hang: dict
+    run: object
+
+    def headline_lines(self) -> list[str]:
+        return headline(self.divergences, self.hang)
+
+    def text_lines(self) -> list[str]:
+        return [*headline(self.divergences, self.hang), *ranks_summary(self.run, self.run.rank)]
+
+    def to_json(self) -> dict:
+        return {"ranks": rank_rows(self.run), "divergences": [d.to_json() for d in self.divergences],
+                "hang": self.hang}
+
+
+def rank_sections(run, lint: bool = False, lint_paths: list[str] | None = None) -> RankSections:
+    """Divergences (attributed; joined with the linter's findings when ``lint``) and hang of a loaded run."""
+    from detective.report.ranks import attribute_divergences, find_divergences, find_hang, join_findings
+
+    divergences = find_divergences(run)
+    attribute_divergences(run, divergences)
+    if lint and divergences:
+        files = lint_paths or sorted({d.source.file for d in divergences if d.source is not None and d.source.found})
+        if files:
+            from detective.report.join import lint_files
+
+            try:
+                findings, _ = lint_files(None, list(files), run.meta.get("cwd"))
+            except Exception:  # the divergence stands on its own
+                findings = []
+            join_findings(divergences, findings)
+    return RankSections(divergences, find_hang(run), run)
+
+
+def run_text(run) -> str:
+    """What `detective run` prints: the cross-rank headline first, then the step table."""
+    from detective.report.dynamo_steps import run_text_report
+
+    return "\n".join([*rank_sections(run).text_lines(), run_text_report(run)])

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from detective.report.steps import JSON_STEP_KEYS
 from detective.runtime.tracer import GRAPHS_DIR
 
 MAX_DIVERGENCES = 20  # first divergent steps kept per rank; the first one is the story
@@ -210,8 +211,7 @@ def rank_rows(run) -> list[dict]:
         rows.append({
             "rank": rank, "host": r.host, "local_rank": r.identity.get("local_rank"),
             "world_size": r.identity.get("world_size"), "pid": r.key[1],
-            "steps": [{k: s.get(k) for k in ("step", "executions", "new_programs", "unique_programs",
-                                              "compile_seconds", "complete")} for s in steps],
+            "steps": [{k: s.get(k) for k in JSON_STEP_KEYS} for s in steps],
             "total_unique_programs": sum(s.get("new_programs") or 0 for s in steps),
             "finished": r.end is not None,
         })

@@ -70,6 +70,7 @@ class Report:
     groups: list[Group]
     lint_errors: list = field(default_factory=list)
     linted: list = field(default_factory=list)
+    ranks: object = None  # report.rank_text.RankSections: divergences and hang come first
 
 
 def _groups(attribution: RunAttribution, links: Links) -> list[Group]:
@@ -89,10 +90,11 @@ def _groups(attribution: RunAttribution, links: Links) -> list[Group]:
     return sorted(groups.values(), key=lambda g: (-g.seconds, -len(g.items), g.steps[0]))
 
 
-def build(run, attribution: RunAttribution, links: Links | None = None, lint_errors=(), linted=()) -> Report:
+def build(run, attribution: RunAttribution, links: Links | None = None, lint_errors=(), linted=(),
+          ranks=None) -> Report:
     links = links or Links()
     return Report(run, summarize(run), attribution, links, _groups(attribution, links),
-                  list(lint_errors), list(linted))
+                  list(lint_errors), list(linted), ranks)
 
 
 def where(item_or_group) -> str:
@@ -146,7 +148,7 @@ def text(report: Report) -> str:
     from detective.report.dynamo_steps import run_text_report
 
     run, attr = report.run, report.attribution
-    lines = [run_text_report(run)]
+    lines = [*(report.ranks.text_lines() if report.ranks else []), run_text_report(run)]
     if not attr.available:  # count mode: the step table alone, as `detective run` prints it
         return "\n".join(lines)
     rows = step_rows(run)
@@ -255,6 +257,8 @@ def as_json(report: Report) -> dict:
 
         data.update(dynamo_json(report.run))
         data["dynamo"].update(json_section(attr, links))
+    if report.ranks is not None:
+        data.update(report.ranks.to_json())
     data["linter"] = {
         "files": report.linted,
         "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],
@@ -277,6 +281,9 @@ def markdown(report: Report) -> str:
     title = (f"{_plural(len(late), 'recompile')} after warm-up" if attr.available
              else f"{s['programs_after_warmup']} new programs after warm-up")
     out = [f"### detective: {title}", ""]
+    head = report.ranks.headline_lines() if report.ranks else []
+    if head:
+        out += ["```", *head, "```", ""]
     out.append(f"{summary_line(s)}; warm-up {s['warmup']} steps.")
     if rows:
         out += ["", f"New programs per step: `{sparkline([r['new_programs'] or 0 for r in rows])}`"]

@@ -114,7 +114,7 @@ def _start_tracing(torch_xla_module) -> None:
         import torch_xla.core.xla_model as xm
         import torch_xla.debug.metrics as met
 
-        from detective.runtime import hooks, stall
+        from detective.runtime import hang, hooks
         from detective.runtime.rank_tracer import Dispatch, install_spawn_hook
         from detective.runtime.tracer import Tracer
 
@@ -128,11 +128,11 @@ def _start_tracing(torch_xla_module) -> None:
                 met,
                 debug_file=os.environ["PT_XLA_DEBUG_FILE"],
                 ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
-                progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
+                progress=os.environ.get(ENV_PROGRESS) == "1",  # set by `detective run` from its own terminal
             )
             tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
             _finish_with_multiprocessing(dispatch)
-            stall.arm(out_dir)
+            hang.arm(out_dir)
             return tracer
 
         dispatch = Dispatch(process_tracer)

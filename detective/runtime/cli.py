@@ -38,10 +38,13 @@ def _fail(message: str) -> None:
 @click.option("--max-compile-seconds", type=click.FloatRange(min=0), help="With the gate: cap on compile time.")
 @click.option("--gate-format", type=click.Choice(["text", "junit", "github"]), default="text", show_default=True,
               help="Format of the gate's verdict (printed on stdout).")
+@click.option("--allow-rank-divergence", is_flag=True, help="With the gate: do not fail when ranks ran different graphs.")
+@click.option("--stall-timeout", type=click.FloatRange(min=0, min_open=True), metavar="S",
+              help="When no rank completes a step for S seconds: record every rank's Python stack and stop the job.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
 def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_programs, max_unique_programs,
-        max_compile_seconds, gate_format, command):
+        max_compile_seconds, gate_format, allow_rank_divergence, stall_timeout, command):
     """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step.
 
     \b
@@ -60,20 +63,20 @@ def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_pro
             and gate_after_step is not None:
         warmup = gate_after_step  # the table's "new after warm-up" marks match the gate
     try:
-        exit_code, out_dir = launch(list(command), out_dir, mode, warmup, backend=backend)
+        exit_code, out_dir = launch(list(command), out_dir, mode, warmup, backend=backend, stall_timeout=stall_timeout)
     except LaunchError as exc:
         _fail(str(exc))
     if not quiet:
+        from detective.report.rank_text import run_text
         from detective.runtime.record import load_run
-        from detective.report.dynamo_steps import run_text_report
 
-        click.echo(run_text_report(load_run(out_dir)), err=True)
+        click.echo(run_text(load_run(out_dir)), err=True)
     click.echo(f"detective: record in {out_dir} (detective report {out_dir})", err=True)
     if gating:
         from detective.ci.cli import gate_run
         from detective.ci.gate import PASS
 
-        verdict = gate_run(out_dir, budget_args, gate_format)
+        verdict = gate_run(out_dir, budget_args, gate_format, allow_rank_divergence=allow_rank_divergence)
         if verdict.status != PASS:
             sys.exit(verdict.status)
     sys.exit(exit_code)

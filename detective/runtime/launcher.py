@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 
@@ -18,6 +19,7 @@ from detective.runtime import child
 from detective.runtime.cache_record import DESERIALIZE_MESSAGE
 from detective.runtime.cache_summary import summarize_cache
 from detective.runtime.events import EVENTS_FILE
+from detective.runtime.hang import ENV_STALL, RENDEZVOUS, record_collective_messages
 from detective.runtime.record import SCHEMA, main_pid, read_events, write_run_json
 from detective.runtime.stderr_tee import StderrTee
 
@@ -64,7 +66,7 @@ def child_env(out_dir: str, mode: str, progress: bool, backend: str = "xla") -> 
             child.ENV_OUT: os.path.abspath(out_dir),
             child.ENV_MODE: mode,
             child.ENV_PARENT: str(os.getpid()),
-            child.ENV_PROGRESS: "1" if progress else "0",
+            child.ENV_PROGRESS: "1" if progress and sys.stderr.isatty() else "0",  # our stderr: theirs is a pipe
             "DETECTIVE_HOME": DETECTIVE_HOME,
         }
     )
@@ -73,17 +75,29 @@ def child_env(out_dir: str, mode: str, progress: bool, backend: str = "xla") -> 
     return env
 
 
-def _wait(proc: subprocess.Popen) -> int:
+def _wait(proc: subprocess.Popen, out_dir: str, stall_timeout: float | None = None) -> int:
     # Ctrl-C reaches the child from the terminal; we keep waiting so the record gets completed.
+    from detective.runtime import hang
+
     def forward(signum, _frame):
         proc.send_signal(signum)
+        hang.stop_orphans(out_dir, proc.pid)
 
     previous = signal.signal(signal.SIGTERM, forward)
+    watchdog = hang.Watchdog(os.path.join(out_dir, EVENTS_FILE), stall_timeout) if stall_timeout else None
     try:
         while True:
             try:
-                return proc.wait()
+                if watchdog is None:
+                    return proc.wait()
+                try:
+                    return proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    if watchdog.stalled():
+                        hang.stop_stalled(out_dir, proc, stall_timeout)
+                        watchdog = None
             except KeyboardInterrupt:
+                hang.stop_orphans(out_dir, proc.pid)
                 continue
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -91,7 +105,7 @@ def _wait(proc: subprocess.Popen) -> int:
 
 def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progress: bool = True,
         extra_env: dict[str, str] | None = None, stdout: int | None = None,
-        backend: str = "xla") -> tuple[int, str]:
+        backend: str = "xla", stall_timeout: float | None = None) -> tuple[int, str]:
     """Run the command traced. Returns (exit code, run directory).
 
     `extra_env` is added to the child's environment; `stdout` (a file descriptor) replaces the
@@ -105,6 +119,8 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
     started = time.time()
     env = child_env(out_dir, mode, progress, backend)
     env.update(extra_env or {})
+    if stall_timeout:
+        env[ENV_STALL] = str(stall_timeout)
     meta = {
         "schema": SCHEMA,
         "command": list(command),
@@ -121,18 +137,21 @@ def run(command: list[str], out_dir: str | None, mode: str, warmup: int, progres
         "status": "running",
     }
     prepare_out_dir(out_dir, meta)
-    tee = StderrTee((DESERIALIZE_MESSAGE,))  # torch_xla says why a cache file did not load only there
+    # torch_xla says why a cache file did not load, and XLA that a collective hangs, only there
+    tee = StderrTee((DESERIALIZE_MESSAGE, RENDEZVOUS))
     try:
         proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=tee.child_fd)
     except OSError as exc:
         tee.abandon()
         raise LaunchError(f"cannot run {command[0]}: {exc.strerror or exc}") from None
     tee.start()
-    returncode = _wait(proc)
+    returncode = _wait(proc, out_dir, stall_timeout)
     stderr_lines = tee.finish()
+    record_collective_messages(out_dir, stderr_lines, proc.pid)
     exit_code = returncode if returncode >= 0 else 128 - returncode
     meta = complete_meta(out_dir, meta, exit_code, proc.pid)
-    meta["cache"] = summarize_cache(read_events(out_dir)[0], meta["launcher_pid"], stderr_lines)
+    meta["cache"] = summarize_cache(read_events(out_dir)[0], meta["launcher_pid"],
+                                    [line for line in stderr_lines if DESERIALIZE_MESSAGE in line])
     write_run_json(out_dir, meta)
     if meta["status"] == "no_torch_xla":
         raise LaunchError(

@@ -23,13 +23,20 @@ def batch(rank: int, step: int, diverge_at: int | None) -> torch.Tensor:
     return torch.ones(4, features)
 
 
+def wait_for_first_compile() -> None:
+    """On CPU threads, two ranks compiling one new graph at once get executables whose
+    collectives do not match (and hang): let rank 0 compile the step first."""
+    while torch_xla._XLAC._xla_get_num_cached_compilation_graph() == 0:
+        time.sleep(0.02)
+
+
 def train(index: int, args) -> None:
     device = torch_xla.device()
     rank = xr.global_ordinal()
-    if rank != 0:
-        time.sleep(args.stagger)  # let rank 0 compile each new graph first (see README)
-    weight = torch.ones(4, 16, device=device)
+    weight = torch.ones(4, 16).to(device)
     for step in range(args.steps):
+        if rank != 0 and step == 0:
+            wait_for_first_compile()
         x = batch(rank, step, args.diverge_at).to(device)
         loss = (x.sum(dim=1, keepdim=True) * weight).mean()
         if args.all_reduce:
@@ -44,7 +51,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--diverge-at", type=int)
     parser.add_argument("--all-reduce", action="store_true")
-    parser.add_argument("--stagger", type=float, default=0.5)
     parser.add_argument("--start-method", default="spawn")
     args = parser.parse_args()
     xmp.spawn(train, args=(args,), start_method=args.start_method)
