@@ -75,7 +75,7 @@ def ranks_summary(run, shown_rank: int | None) -> list[str]:
     if len(groups) == 1:
         r = rows[0]
         return [f"all {len(rows)} ranks{where} alike: {len(r['steps'])} steps, "
-                f"{r['total_unique_programs']} unique programs each (the table shows rank {rows[0]['rank']})"]
+                f"{r['total_unique_programs']} unique program{'' if r['total_unique_programs'] == 1 else 's'} each (the table shows rank {rows[0]['rank']})"]
     by_rank = {r["rank"]: r for r in rows}
     lines = [f"{len(rows)} ranks{where}, {len(groups)} different:"]
     for group in groups:

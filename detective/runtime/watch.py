@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from datetime import datetime, timezone
@@ -31,10 +32,15 @@ class _Process:
     tracer: Tracer | None = None
     auto_step = True
     files: dict[str, str] = {}  # env name -> path, fixed for the life of the process
+    threads = threading.local()  # .tracer: this thread's rank recorder (xmp.spawn thread ranks)
+    shared = None  # rank_tracer.SharedCounters of the thread ranks
 
     @classmethod
     def on_boundary(cls, kind: str) -> None:
-        if cls.tracer is not None:
+        rank_tracer = getattr(cls.threads, "tracer", None)
+        if rank_tracer is not None:
+            rank_tracer.boundary(kind)
+        elif cls.tracer is not None:
             if cls.auto_step:
                 cls.tracer.boundary(kind)
         else:
@@ -45,6 +51,20 @@ def _drain_all(files: dict[str, str]) -> None:
     for base in files.values():
         for path in glob.glob(base + "*"):  # XLA_SAVE_TENSORS_FILE gains a .<ordinal> suffix
             drain(path)
+
+
+def _thread_rank_world() -> int:
+    """Devices this process drives as separate ranks (>1: xmp.spawn threads); 1 otherwise."""
+    if "torch_xla" not in sys.modules:
+        return 1
+    try:
+        import torch_xla.runtime as xr
+
+        if xr.world_size() > 1 and xr.addressable_device_count() > 1 and threading.current_thread() is not threading.main_thread():
+            return xr.addressable_device_count()
+    except Exception:
+        return 1
+    return 1
 
 
 def _now() -> str:
@@ -95,6 +115,8 @@ class watch:
             warnings.warn(f"detective.watch: already traced by `detective run`; recording to {running.out_dir}")
             self.tracer, self._delegated, self.out = running, True, running.out_dir
             return self
+        if _thread_rank_world() > 1:
+            return self._enter_thread_rank()
         if _Process.tracer is not None:
             raise RuntimeError("detective.watch is already active in this process")
         if self.mode == "diagnose" and "torch_xla" in sys.modules:
@@ -147,6 +169,35 @@ class watch:
         _Process.tracer, _Process.auto_step = self.tracer, self.auto_step
         return self
 
+    def _enter_thread_rank(self) -> "watch":
+        """One of several device threads of this process (xmp.spawn on CPU): record it as its own rank."""
+        import torch_xla.core.xla_model as xm
+        import torch_xla.debug.metrics as met
+        import torch_xla.runtime as xr
+
+        from detective.runtime.metrics import MetricsProbe
+        from detective.runtime.rank_tracer import ENV_SAVE, SharedCounters, ThreadRankTracer
+
+        if self.out is None:
+            raise ValueError("detective.watch in a multi-rank job needs out=DIR, the same for every rank")
+        os.makedirs(os.path.join(self.out, child.RAW_DIR), exist_ok=True)
+        if xr.global_ordinal() == 0:
+            self._meta = {"schema": SCHEMA, "command": list(sys.argv), "cwd": os.getcwd(), "mode": self.mode,
+                          "warmup": self.warmup, "source": "watch", "start_time": _now(), "end_time": None,
+                          "exit_code": None, "status": "running", "world_size": xr.world_size()}
+            write_run_json(self.out, self._meta)
+        # torch_xla opens this per thread at the thread's first sync: enter watch before it
+        save_base = os.environ.setdefault(ENV_SAVE, os.path.join(tempfile.mkdtemp(prefix="detective-"), "ir"))
+        if _Process.shared is None:
+            _Process.shared = SharedCounters(MetricsProbe(met))
+        self.tracer = ThreadRankTracer(self.out, self.mode, _Process.shared, save_base, "watch",
+                                       child.library_dirs())
+        _Process.threads.tracer = self.tracer
+        if not _Process.hook_installed:
+            hooks.install(xm, _Process.on_boundary)
+            _Process.hook_installed = True
+        return self
+
     def step(self) -> None:
         """End the current step here (needed with auto_step=False; harmless after a sync)."""
         if self.tracer is not None:
@@ -154,6 +205,13 @@ class watch:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         if self._delegated or self.tracer is None:
+            return False
+        if getattr(_Process.threads, "tracer", None) is self.tracer:
+            _Process.threads.tracer = None
+            self.tracer.finish("watch_exit")
+            if self._meta:  # rank 0 owns run.json
+                self._meta.update(end_time=_now(), status="finished" if exc_type is None else "failed")
+                write_run_json(self.out, self._meta)
             return False
         _Process.tracer = None
         try:
