@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "bisect": "detective.ci.cli:bisect",
     "bisect-steps": "detective.ci.cli:bisect_steps",
     "run": "detective.runtime.cli:run",
+    "merge": "detective.runtime.merge:merge_command",
     "report": "detective.report.cli:report",
     "cache-check": "detective.cache_check.cli:cache_check",
 }

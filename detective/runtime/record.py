@@ -120,6 +120,7 @@ def read_events(run_dir: str) -> tuple[list[dict], list[str]]:
     with open(path, "rb") as f:
         lines = f.read().decode("utf-8", "replace").split("\n")
     events, warnings = [], []
+    segment = 0  # a merged run: each source's events follow a "segment" event (pids repeat across hosts)
     last = len(lines) - 1
     while last >= 0 and not lines[last].strip():
         last -= 1
@@ -127,7 +128,7 @@ def read_events(run_dir: str) -> tuple[list[dict], list[str]]:
         if not line.strip():
             continue
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except json.JSONDecodeError:
             if number - 1 == last:
                 warnings.append(
@@ -135,6 +136,12 @@ def read_events(run_dir: str) -> tuple[list[dict], list[str]]:
                 )
             else:
                 warnings.append(f"{EVENTS_FILE}: line {number} is not valid JSON; skipped it")
+            continue
+        if event.get("event") == "segment":
+            segment = event.get("segment", segment)
+        elif segment:
+            event["segment"] = segment
+        events.append(event)
     return events, warnings
 
 
