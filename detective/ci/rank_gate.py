@@ -37,7 +37,11 @@ def evaluate_ranks(run, budget, attributions_for=None, allow_divergence: bool = 
         for problem in v.problems:
             by_problem.setdefault(problem, []).append(rank)
     verdict.problems = [f"{_label(rs, len(ranks))}: {p}" for p, rs in by_problem.items()]
-    verdict.notes = list(dict.fromkeys(n for v in verdicts.values() for n in v.notes))
+    by_note: dict[str, list[int]] = {}
+    for rank, v in verdicts.items():
+        for note in v.notes:
+            by_note.setdefault(note, []).append(rank)
+    verdict.notes = [f"{_label(rs, len(ranks))}: {n}" for n, rs in by_note.items()]
     if worst.offences and worst is not first:
         bad = [r for r, v in verdicts.items() if v is worst][0]
         verdict.notes.append(f"the steps listed are rank {bad}'s")

@@ -22,7 +22,15 @@ def _short(path: str) -> str:
 
 
 def _ranks(ranks: list[int]) -> str:
-    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+    """`rank 1`, `ranks 0, 2, 3`, `ranks 0-63`: runs of three or more consecutive ranks as a range."""
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts += [f"{ranks[i]}-{ranks[j]}"] if j - i >= 2 else [str(r) for r in ranks[i:j + 1]]
+        i = j + 1
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(parts)
 
 
 def divergence_line(d) -> str:
@@ -80,7 +88,7 @@ def ranks_summary(run, shown_rank: int | None) -> list[str]:
     lines = [f"{len(rows)} ranks{where}, {len(groups)} different:"]
     for group in groups:
         r = by_rank[group[0]]
-        label = f"ranks {group[0]}-{group[-1]}" if len(group) > 2 else _ranks(group)
+        label = _ranks(group)
         finished = "" if all(by_rank[g]["finished"] for g in group) else " (did not finish)"
         programs = r["total_unique_programs"]
         lines.append(f"  {label}: {len(r['steps'])} steps, {programs} unique program{'' if programs == 1 else 's'}{finished}")

@@ -166,7 +166,8 @@ def find_hang(run) -> dict:
     stall = next((e for e in run.events if e.get("event") == "stall"), None)
     hang = {"detected": False, "reason": None, "last_step": {str(k): v for k, v in last_step.items()}}
     if stall is not None:
-        waiting = [{"rank": s.get("rank"), "pid": s.get("pid"), "frame": s.get("frame")} for s in stall.get("stacks", [])]
+        waiting = [{"rank": s.get("rank"), "pid": s.get("pid"), "frame": s.get("frame"), "innermost": s.get("innermost")}
+                   for s in stall.get("stacks", [])]
         hang.update(detected=True, reason=f"no rank completed a step for {stall.get('timeout'):g} s "
                     "(--stall-timeout); the job was stopped", waiting=waiting)
     fatal = [e for e in timeouts if e["event"] == "collective_timeout"] or timeouts
@@ -190,8 +191,13 @@ def stall_text(stall_hang: dict) -> str | None:
         return None
     parts = []
     for w in waiting:
-        frame = w.get("frame")
-        where = f"{frame['function']} ({_short(frame['file'])}:{frame['line']})" if frame else "no Python frame"
+        frame, inner = w.get("frame"), w.get("innermost")
+        if frame is None:
+            where = "no Python frame"
+        else:
+            where = f"{frame['function']} at {_short(frame['file'])}:{frame['line']}"
+            if inner and inner != frame:
+                where = f"{inner['function']} ({os.path.basename(inner['file'])}:{inner['line']}) from " + where
         who = f"rank {w['rank']}" if w.get("rank") is not None else f"process {w.get('pid')}"
         parts.append(f"{who} waiting in {where}")
     return ", ".join(parts)

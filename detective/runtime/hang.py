@@ -80,7 +80,10 @@ def parse_stacks(text: str) -> dict[int, list[dict]]:
     for line in text.splitlines():
         m = _THREAD.match(line)
         if m:
-            current = stacks.setdefault(int(m.group(1), 16), [])
+            tid = int(m.group(1), 16)
+            if line.startswith("Current thread"):  # the main thread, where the signal is handled: first
+                stacks = {tid: [], **{k: v for k, v in stacks.items() if k != tid}}
+            current = stacks.setdefault(tid, [])
             continue
         f = _FILE.match(line)
         if f and current is not None:
@@ -89,24 +92,32 @@ def parse_stacks(text: str) -> dict[int, list[dict]]:
 
 
 class Watchdog:
-    """Calls ``on_stall`` once when the record has not grown for ``timeout`` seconds."""
+    """Says when no step was recorded for ``timeout`` seconds.
+
+    The clock starts once a traced process has imported torch_xla (its start event): the
+    imports before it are not a stall. Start events and steps count as progress.
+    """
 
     def __init__(self, events_path: str, timeout: float):
         self.path = events_path
         self.timeout = timeout
-        self._size = -1
-        self._since = time.monotonic()
+        self._offset = 0
+        self._since: float | None = None
 
     def stalled(self) -> bool:
         try:
-            size = os.path.getsize(self.path)
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                new = f.read()
         except OSError:
-            size = -1
-        now = time.monotonic()
-        if size != self._size:
-            self._size, self._since = size, now
             return False
-        return now - self._since >= self.timeout
+        now = time.monotonic()
+        cut = new.rfind(b"\n") + 1  # whole lines only
+        self._offset += cut
+        if b'{"event":"step"' in new[:cut] or b'{"event":"start"' in new[:cut]:
+            self._since = now
+            return False
+        return self._since is not None and now - self._since >= self.timeout
 
 
 def _traced_pids(out_dir: str, launcher_child: int) -> tuple[list[int], list[dict]]:
@@ -148,11 +159,14 @@ def collect_stacks(out_dir: str, pids: list[int], events: list[dict], wait: floa
         except OSError:
             continue
         ranked = [(threads[(pid, tid)], tid, frames) for tid, frames in stacks.items() if (pid, tid) in threads]
-        if not ranked and stacks:  # no rank known yet: the process's main thread
+        if not ranked and stacks:  # no rank known in it: its main thread (faulthandler's current one)
             tid, frames = next(iter(stacks.items()))
             ranked = [(None, tid, frames)]
         for rank, tid, frames in sorted(ranked, key=lambda r: (r[0] is None, r[0] or 0)):
-            out.append({"rank": rank, "pid": pid, "thread": tid, "frame": _user_frame(frames), "frames": frames})
+            out.append({"rank": rank, "pid": pid, "thread": tid, "frame": _user_frame(frames),
+                        "innermost": frames[0] if frames else None, "frames": frames})
+    if any(s["rank"] is not None for s in out):  # launcher processes waiting on their ranks are noise
+        out = [s for s in out if s["rank"] is not None]
     return out
 
 
