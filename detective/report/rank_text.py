@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from detective.paths import short_path
+
 from detective.report.ranks import alike_groups, rank_rows, stall_text
 
 
@@ -11,14 +13,7 @@ def _where(d) -> str:
     src = d.source
     if src is None:
         return ""
-    return f" at {_short(src.file)}:{src.line}" + (f" in {src.function}" if src.function else "")
-
-
-def _short(path: str) -> str:
-    import os
-
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
+    return f" at {short_path(src.file)}:{src.line}" + (f" in {src.function}" if src.function else "")
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -55,7 +50,7 @@ def headline(divergences: list, hang: dict) -> list[str]:
             if len(d.steps) > 1:
                 lines.append(f"      differs in {len(d.steps)} steps from step {d.step} on")
             for finding, relation in d.linked:
-                lines.append(f"      {finding.code} {finding.name} at {_short(finding.path)}:{finding.line} "
+                lines.append(f"      {finding.code} {finding.name} at {short_path(finding.path)}:{finding.line} "
                              f"({relation}): {finding.message}")
             if d.note:
                 lines.append(f"      note: {d.note}")

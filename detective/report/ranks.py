@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from detective.paths import short_path
+from detective.report.model import findings_json
 from detective.report.steps import JSON_STEP_KEYS
 from detective.runtime.tracer import GRAPHS_DIR
 
@@ -53,8 +55,7 @@ class Divergence:
             "file": src.file if src else None, "line": src.line if src else None,
             "function": src.function if src else None, "code": src.code() if src else None,
             "note": self.note,
-            "findings": [{"code": f.code, "line": f.line, "path": f.path, "name": f.name, "relation": rel}
-                         for f, rel in self.linked],
+            "findings": findings_json(self.linked),
         }
 
 
@@ -195,17 +196,12 @@ def stall_text(stall_hang: dict) -> str | None:
         if frame is None:
             where = "no Python frame"
         else:
-            where = f"{frame['function']} at {_short(frame['file'])}:{frame['line']}"
+            where = f"{frame['function']} at {short_path(frame['file'])}:{frame['line']}"
             if inner and inner != frame:
                 where = f"{inner['function']} ({os.path.basename(inner['file'])}:{inner['line']}) from " + where
         who = f"rank {w['rank']}" if w.get("rank") is not None else f"process {w.get('pid')}"
         parts.append(f"{who} waiting in {where}")
     return ", ".join(parts)
-
-
-def _short(path: str) -> str:
-    rel = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if rel.startswith("..") else rel
 
 
 # -- per-rank summary --

@@ -137,7 +137,7 @@ def _alive(pid: int) -> bool:
 
 
 def _user_frame(frames: list[dict]) -> dict | None:
-    from detective.report.sources import is_library
+    from detective.runtime.library import is_library
 
     return next((f for f in frames if not is_library(f["file"])), frames[0] if frames else None)
 

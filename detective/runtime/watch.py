@@ -190,8 +190,7 @@ class watch:
         save_base = os.environ.setdefault(ENV_SAVE, os.path.join(tempfile.mkdtemp(prefix="detective-"), "ir"))
         if _Process.shared is None:
             _Process.shared = SharedCounters(MetricsProbe(met))
-        self.tracer = ThreadRankTracer(self.out, self.mode, _Process.shared, save_base, "watch",
-                                       child.library_dirs())
+        self.tracer = ThreadRankTracer(self.out, self.mode, _Process.shared, save_base, "watch")
         _Process.threads.tracer = self.tracer
         if not _Process.hook_installed:
             hooks.install(xm, _Process.on_boundary)

@@ -16,7 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from runtime_support import REPO, SCRIPTS, detective
+from helpers import REPO, detective
+from helpers import RUNTIME_SCRIPTS as SCRIPTS
 
 pytestmark = pytest.mark.slow
 
