@@ -20,6 +20,7 @@ from detective.runtime.cache_record import DESERIALIZE_MESSAGE
 from detective.runtime.cache_summary import summarize_cache
 from detective.runtime.events import EVENTS_FILE
 from detective.runtime.hang import ENV_STALL, RENDEZVOUS, record_collective_messages
+from detective.runtime.ranks import group_by_rank
 from detective.runtime.record import SCHEMA, main_pid, read_events, write_run_json
 from detective.runtime.stderr_tee import StderrTee
 
@@ -164,7 +165,7 @@ def complete_meta(out_dir: str, meta: dict, exit_code: int, child_pid: int) -> d
     events, _ = read_events(out_dir)
     meta = dict(meta, end_time=_iso(time.time()), exit_code=exit_code)
     missing = [e for e in events if e.get("event") == "no_torch_xla"]
-    starts = {e["pid"]: e for e in events if e.get("event") == "start"}
+    starts = {e["pid"]: e for e in events if e.get("event") == "start" and e.get("rank") is None}  # processes
     ends = {e["pid"]: e for e in events if e.get("event") == "end"}
     pid = main_pid(events, meta["launcher_pid"])
     if missing and not starts:
@@ -177,9 +178,14 @@ def complete_meta(out_dir: str, meta: dict, exit_code: int, child_pid: int) -> d
     if pid in starts:
         meta["versions"].update(starts[pid].get("versions") or {})
         meta["traced_env"] = starts[pid].get("env")
-    if pid in ends:
-        meta["final_metrics"] = ends[pid]["metrics"]
-        meta["steps"] = ends[pid]["steps"]
-        meta["unique_programs"] = ends[pid]["unique_programs"]
+    ranks, _ = group_by_rank(events)
+    lowest = next(iter(ranks.values()), None)
+    end = lowest.end if lowest is not None else ends.get(pid)
+    if end is not None:  # the lowest rank's (a thread rank shares its process id with its siblings)
+        meta["final_metrics"] = end["metrics"]
+        meta["steps"] = end["steps"]
+        meta["unique_programs"] = end["unique_programs"]
+    if len(ranks) > 1:
+        meta["ranks"] = sorted(ranks)
     meta["child_pid"] = child_pid
     return meta
