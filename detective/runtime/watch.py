@@ -53,14 +53,48 @@ def _drain_all(files: dict[str, str]) -> None:
             drain(path)
 
 
+class _SpawnedRanks:
+    """What the spawn hook needs (see rank_tracer.Dispatch), for the watch active when xmp.spawn forked."""
+
+    @staticmethod
+    def thread_rank(out_dir: str, mode: str, source: str):
+        from detective.runtime.metrics import MetricsProbe
+        from detective.runtime.rank_tracer import ENV_SAVE, SharedCounters, ThreadRankTracer
+
+        active = _Process.tracer
+        if active is None:  # nothing is being watched
+            return None
+        import torch_xla.debug.metrics as met
+
+        if _Process.shared is None:
+            _Process.shared = SharedCounters(MetricsProbe(met))
+        tracer = ThreadRankTracer(active.out_dir, active.mode, _Process.shared, os.environ[ENV_SAVE], source)
+        _Process.threads.tracer = tracer
+        return tracer
+
+    @staticmethod
+    def end_thread_rank() -> None:
+        tracer = getattr(_Process.threads, "tracer", None)
+        if tracer is not None:
+            _Process.threads.tracer = None
+            tracer.finish("thread_exit")
+
+    @staticmethod
+    def finish_process() -> None:
+        pass  # the watch finishes its own record when its block ends
+
+
 def _thread_rank_world() -> int:
     """Devices this process drives as separate ranks (>1: xmp.spawn threads); 1 otherwise."""
-    if "torch_xla" not in sys.modules:
+    if "torch_xla" not in sys.modules or threading.current_thread() is threading.main_thread():
         return 1
     try:
+        import torch_xla
         import torch_xla.runtime as xr
 
-        if xr.world_size() > 1 and xr.addressable_device_count() > 1 and threading.current_thread() is not threading.main_thread():
+        if not torch_xla._XLAC._xla_runtime_is_initialized():
+            return 1  # asking would start the runtime, and xmp.spawn refuses to run after that
+        if xr.world_size() > 1 and xr.addressable_device_count() > 1:
             return xr.addressable_device_count()
     except Exception:
         return 1
@@ -165,6 +199,10 @@ class watch:
             )
         if not _Process.hook_installed:
             hooks.install(xm, _Process.on_boundary)
+            from detective.runtime.rank_tracer import install_spawn_hook
+
+            # xmp.spawn (fork) from inside the watch: each device thread records as its own rank
+            install_spawn_hook(_SpawnedRanks, self.out, self.mode)
             _Process.hook_installed = True
         _Process.tracer, _Process.auto_step = self.tracer, self.auto_step
         return self
