@@ -128,7 +128,7 @@ def _start_tracing(torch_xla_module) -> None:
                 met,
                 debug_file=os.environ["PT_XLA_DEBUG_FILE"],
                 ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
-                progress=os.environ.get(ENV_PROGRESS) == "1",  # set by `detective run` from its own terminal
+                progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
             )
             tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})
             _finish_with_multiprocessing(dispatch)

@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from datetime import datetime, timezone
 
@@ -67,7 +66,7 @@ def child_env(out_dir: str, mode: str, progress: bool, backend: str = "xla") -> 
             child.ENV_OUT: os.path.abspath(out_dir),
             child.ENV_MODE: mode,
             child.ENV_PARENT: str(os.getpid()),
-            child.ENV_PROGRESS: "1" if progress and sys.stderr.isatty() else "0",  # our stderr: theirs is a pipe
+            child.ENV_PROGRESS: "1" if progress else "0",
             "DETECTIVE_HOME": DETECTIVE_HOME,
         }
     )
