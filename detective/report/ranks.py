@@ -102,7 +102,6 @@ def attribute_divergences(run, divergences: list[Divergence]) -> None:
     """Fill kind/before/after/source: the IR diff in diagnose mode, else the line that ran the graph."""
     from detective.report.attribution import _causes, _Locator
     from detective.report.diff import diff_graphs
-    from detective.report.ir import parse_graph
     from detective.report.sources import Resolver, enclosing_branch, python_values_feeding
 
     if not divergences:

@@ -97,7 +97,10 @@ def compile_env(environ=os.environ) -> dict:
         env["torch_gitrev"] = getattr(version, "__torch_gitrev__", None)
         env["torch_xla_gitrev"] = getattr(version, "__xla_gitrev__", None)
     xr = sys.modules.get("torch_xla.runtime")
-    if xr is not None:  # called at exit: the runtime is up if anything ran
+    xla = sys.modules.get("torch_xla")
+    # called at exit: the runtime is up if anything ran here; never start it (a process that only
+    # watched xmp.spawn's workers could not spawn again)
+    if xr is not None and xla is not None and xla._XLAC._xla_runtime_is_initialized():
         try:
             env["device_type"] = xr.device_type()
             env["devices"] = xr.global_runtime_device_count()

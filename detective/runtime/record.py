@@ -30,6 +30,14 @@ Events (every one has "event" and "pid"; steps and executions also "rank"):
                 UncachedCompile, CachedCompile, CompileTime_s, TransferFromDevice, MarkStep,
                 fallback_ops), cache {config {path, read_only} | null, compile_env, totals}
     no_torch_xla  python (the direct child could not import torch_xla; nothing else ran)
+    rank        rank, local_rank, world_size, host, thread, threaded (a device thread of
+                xmp.spawn), spmd, devices: who the recorder is, written once it is known; a
+                thread rank's start, steps, executions and end carry its rank (runtime/ranks.py)
+    collective_timeout / collective_stuck  op, op_id, expected, arrived, message: XLA's
+                rendezvous abort / warning, from the job's stderr (written by `detective run`)
+    stall       timeout, stacks [{rank, pid, thread, frame, innermost, frames}] (--stall-timeout)
+    segment     segment, dir, hosts: a merged run's next source (`detective merge`); the events
+                after it carry "segment" when read back
 
 torch.compile runs (``--backend dynamo``, detective/runtime/dynamo.py) use the same events, with
 ``backend: "dynamo"`` on start, execution, step and end. An execution is one Dynamo frame compile:
