@@ -209,7 +209,7 @@ class Tracer:
 
     # -- one step --
     def _close_step(self, kind: str, complete: bool) -> None:
-        if self.rank is None:
+        if self.rank is None and not getattr(self, "_identified", False):
             self._identify()
         before = self._baseline
         now = self._snapshot(before)
@@ -276,7 +276,7 @@ class Tracer:
         from detective.runtime.ranks import identity
 
         fields = identity()
-        self.rank = fields["rank"]
+        self.rank, self._identified = fields["rank"], True
         self.writer.write(fields)
 
     def _mark_new(self, executions: list[dict], now: dict, before: dict) -> int:
