@@ -16,8 +16,12 @@ def budget_options(fn):
     for option in reversed([
         click.option("--after-step", type=click.IntRange(min=0),
                      help="First step that must not compile new programs (warm-up ends before it)."),
-        click.option("--max-new-programs", type=click.IntRange(min=0),
-                     help="New programs allowed from --after-step on [default: 0]."),
+        click.option("--max-new-programs", "--max-recompiles", "max_new_programs", type=click.IntRange(min=0),
+                     help="Recompiles allowed from --after-step on [default: 0]; new call sites and "
+                          "optimizer warm-up are not counted here."),
+        click.option("--max-new-call-sites", type=click.IntRange(min=0),
+                     help="First programs of new call sites (eval loop, checkpoint, final reduce) allowed "
+                          "from --after-step on [default: no limit]."),
         click.option("--max-unique-programs", type=click.IntRange(min=0), help="Cap on unique programs in the run."),
         click.option("--max-compile-seconds", type=click.FloatRange(min=0), help="Cap on total compile time."),
         click.option("--min-cache-hit-rate", type=click.FloatRange(min=0, max=1),
@@ -28,7 +32,7 @@ def budget_options(fn):
 
 
 def resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds,
-                   min_cache_hit_rate=None, script=None, config_path=None):
+                   min_cache_hit_rate=None, script=None, config_path=None, max_new_call_sites=None):
     """Command-line values over ``[tool.detective.gate]`` of the nearest pyproject.toml."""
     from detective.ci.gate import budget_from_config
     from detective.lint.config import ConfigError, load_config
@@ -40,7 +44,7 @@ def resolve_budget(after_step, max_new_programs, max_unique_programs, max_compil
     table = config.raw.get("gate", {})
     overrides = dict(after_step=after_step, max_new_programs=max_new_programs,
                      max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
-                     min_cache_hit_rate=min_cache_hit_rate)
+                     min_cache_hit_rate=min_cache_hit_rate, max_new_call_sites=max_new_call_sites)
     try:
         return budget_from_config(table, script, overrides)
     except (ValueError, TypeError) as exc:
@@ -92,16 +96,20 @@ def _attributions(run) -> dict[int, list[dict]] | None:
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml with [tool.detective.gate] (default: the nearest one).")
 @click.option("--allow-rank-divergence", is_flag=True, help="Do not fail when ranks executed different graphs.")
-def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile_seconds, min_cache_hit_rate, fmt,
-         config_path, allow_rank_divergence):
-    """Fail when RUN_DIR compiled new programs after warm-up.
+def gate(run_dir, after_step, max_new_programs, max_new_call_sites, max_unique_programs, max_compile_seconds,
+         min_cache_hit_rate, fmt, config_path, allow_rank_divergence):
+    """Fail when RUN_DIR recompiled after warm-up.
+
+    Counted against --max-new-programs: recompiles (a computation that compiled before compiles
+    again, changed). Not counted: first programs of new call sites (their own budget,
+    --max-new-call-sites) and optimizer warm-up proven from a diagnose run's graphs.
 
     Exit status: 0 within budget; 1 budget exceeded; 2 the run cannot be judged (missing,
     no steps, never reached --after-step) or a usage error.
     """
     budget_args = dict(after_step=after_step, max_new_programs=max_new_programs,
                        max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
-                       min_cache_hit_rate=min_cache_hit_rate)
+                       min_cache_hit_rate=min_cache_hit_rate, max_new_call_sites=max_new_call_sites)
     verdict = gate_run(run_dir, budget_args, fmt, config_path, allow_rank_divergence)
     sys.exit(verdict.status)
 
@@ -113,7 +121,8 @@ def gate(run_dir, after_step, max_new_programs, max_unique_programs, max_compile
 @click.option("--mode", type=click.Choice(["count", "diagnose"]), default="count", show_default=True)
 @click.option("--out", "out_root", type=click.Path(file_okay=False), help="Keep each commit's run here.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_compile_seconds, min_cache_hit_rate,
+def bisect(good, bad, after_step, max_new_programs, max_new_call_sites, max_unique_programs, max_compile_seconds,
+           min_cache_hit_rate,
            mode, out_root, command):
     """Find the first commit whose COMMAND fails the compile-budget gate.
 
@@ -125,7 +134,7 @@ def bisect(good, bad, after_step, max_new_programs, max_unique_programs, max_com
     from detective.ci.bisect import bisect as run_bisect
 
     budget = resolve_budget(after_step, max_new_programs, max_unique_programs, max_compile_seconds,
-                            min_cache_hit_rate)
+                            min_cache_hit_rate, max_new_call_sites=max_new_call_sites)
     try:
         outcome = run_bisect(".", good, bad, list(command), budget, mode=mode, out_root=out_root,
                              echo=lambda text: click.echo(text, err=True))

@@ -26,9 +26,10 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         f"{MARKER}(after_step=None, max_new_programs=0, max_unique_programs=None, max_compile_seconds=None, "
-        "min_cache_hit_rate=None, backend='auto'): fail when the steps this test runs (torch_xla, or "
-        "torch.compile with backend='dynamo' or without torch_xla) compile new programs from after_step "
-        "on, compile longer, or load too few programs from the persistent cache",
+        "min_cache_hit_rate=None, backend='auto', max_new_call_sites=None): fail when the steps this test runs "
+        "(torch_xla, or torch.compile with backend='dynamo' or without torch_xla) recompile from after_step on "
+        "(max_new_programs counts recompiles; first programs of new call sites have their own budget), compile "
+        "longer, or load too few programs from the persistent cache",
     )
 
 

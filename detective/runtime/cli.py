@@ -33,7 +33,10 @@ def _fail(message: str) -> None:
 @click.option("--quiet", is_flag=True, help="Do not print the per-step table at the end.")
 @click.option("--gate-after-step", type=click.IntRange(min=0),
               help="Gate the run: fail (exit 1) when new programs compile from this step on.")
-@click.option("--max-new-programs", type=click.IntRange(min=0), help="With the gate: new programs allowed [default: 0].")
+@click.option("--max-new-programs", "--max-recompiles", "max_new_programs", type=click.IntRange(min=0),
+              help="With the gate: recompiles allowed [default: 0].")
+@click.option("--max-new-call-sites", type=click.IntRange(min=0),
+              help="With the gate: first programs of new call sites allowed [default: no limit].")
 @click.option("--max-unique-programs", type=click.IntRange(min=0), help="With the gate: cap on unique programs.")
 @click.option("--max-compile-seconds", type=click.FloatRange(min=0), help="With the gate: cap on compile time.")
 @click.option("--gate-format", type=click.Choice(["text", "junit", "github"]), default="text", show_default=True,
@@ -43,8 +46,8 @@ def _fail(message: str) -> None:
               help="When no rank completes a step for S seconds: record every rank's Python stack and stop the job.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @click.pass_context
-def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_programs, max_unique_programs,
-        max_compile_seconds, gate_format, allow_rank_divergence, stall_timeout, command):
+def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_programs, max_new_call_sites,
+        max_unique_programs, max_compile_seconds, gate_format, allow_rank_divergence, stall_timeout, command):
     """Run COMMAND (e.g. -- python train.py ARGS...) and record programs compiled per step.
 
     \b
@@ -57,7 +60,8 @@ def run(ctx, out_dir, mode, backend, warmup, quiet, gate_after_step, max_new_pro
     from detective.runtime.launcher import run as launch
 
     budget_args = dict(after_step=gate_after_step, max_new_programs=max_new_programs,
-                       max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds)
+                       max_unique_programs=max_unique_programs, max_compile_seconds=max_compile_seconds,
+                       max_new_call_sites=max_new_call_sites)
     gating = any(value is not None for value in budget_args.values())
     if gating and ctx.get_parameter_source("warmup") == click.core.ParameterSource.DEFAULT \
             and gate_after_step is not None:
