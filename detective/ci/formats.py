@@ -37,7 +37,7 @@ def github(verdict: Verdict) -> str:
             steps = ", ".join(str(offence.step) for offence, _ in hits)
             programs = sum(offence.new_programs for offence, _ in hits)
             kinds = sorted({site["kind"] for _, site in hits if site.get("kind")})
-            message = f"{programs} new program(s) compiled after warm-up, in step(s) {steps}"
+            message = f"{programs} {hits[0][0].kind}(s) after warm-up, in step(s) {steps}"
             if kinds:
                 message += f" ({', '.join(kinds)})"
             lines.append(github_command("error", message, file=short_path(file, base), line=line,

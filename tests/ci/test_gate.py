@@ -42,7 +42,7 @@ RUN_AND_GATE: dict[str, subprocess.CompletedProcess] = {}
 def test_run_and_gate_in_one_command(runs):
     storm, fixed = RUN_AND_GATE["storm"], RUN_AND_GATE["fixed"]
     assert storm.returncode == 1, storm.stderr
-    assert "gate FAILED: at most 0 new program(s) from step 3 on" in storm.stdout
+    assert "gate FAILED: at most 0 recompile(s) from step 3 on" in storm.stdout
     assert "step 2 loss" in storm.stdout  # the script's own output still reaches the terminal
     assert fixed.returncode == 0, fixed.stderr
     assert "gate passed" in fixed.stdout
@@ -51,8 +51,8 @@ def test_run_and_gate_in_one_command(runs):
 def test_storm_fails_the_gate_and_names_the_steps_and_line(runs):
     proc = detective("gate", str(runs["storm"]), "--after-step", "3")
     assert proc.returncode == 1, proc.stdout
-    assert "gate FAILED: at most 0 new program(s) from step 3 on" in proc.stdout
-    assert "new program(s) from step 3 on (allowed 0) in step(s) 3, 4, 5" in proc.stdout
+    assert "gate FAILED: at most 0 recompile(s) from step 3 on" in proc.stdout
+    assert "recompile(s) from step 3 on (allowed 0) in step(s) 3, 4, 5" in proc.stdout
     source = (REPO / "examples" / "storms" / "counter_slice_broken.py").read_text().splitlines()
     sync_line = next(i for i, line in enumerate(source, 1) if "torch_xla.sync()" in line)
     assert f"counter_slice_broken.py:{sync_line} in " in proc.stdout  # the sync that compiled

@@ -56,8 +56,8 @@ def test_compile_budget_marker_and_fixture(pytester):
     assert "PASSED test_budget.py::test_fixture_gives_the_numbers" in text
     assert "FAILED test_budget.py::test_storm_fails" in text
     # The gate's own message is the failure: the steps and the line that triggered them.
-    assert "gate FAILED: at most 0 new program(s) from step 2 on" in text
-    assert "4 new program(s) from step 2 on (allowed 0) in step(s) 2, 3, 4, 5" in text
+    assert "gate FAILED: at most 0 recompile(s) from step 2 on" in text
+    assert "4 recompile(s) from step 2 on (allowed 0) in step(s) 2, 3, 4, 5" in text
     assert "at test_budget.py:13 in run_steps" in text  # the torch_xla.sync() that compiled
     assert "FAILED test_budget.py::test_no_steps_cannot_pass" in text
     assert "the run recorded no steps" in text
