@@ -34,8 +34,8 @@ class Classifier(torch.nn.Module):
 
 
 def make_data(samples, features=32, classes=10, seed=0):
+    centers = torch.randn(classes, features, generator=torch.Generator().manual_seed(1234)) * 0.3
     g = torch.Generator().manual_seed(seed)
-    centers = torch.randn(classes, features, generator=g) * 2
     labels = torch.randint(0, classes, (samples,), generator=g)
     inputs = centers[labels] + torch.randn(samples, features, generator=g)
     return TensorDataset(inputs, labels)
