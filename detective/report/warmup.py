@@ -10,8 +10,10 @@ one extra program, once.
 A recompile (diagnose mode, compared with the closest earlier graph of its call stack) is
 optimizer warm-up when every op that differs was made in torch's optimizer code (``torch/optim``,
 torch_xla's ``amp/syncfree`` optimizers) or has no source location at all (autograd's own ops),
-at least one was made in optimizer code, and its call stack had run at most ``EARLY_STEPS``
-steps before. It is never warm-up when a differing op comes from a user line, or when a later
+at least one was made in optimizer code, the earlier graph already ran an optimizer step (so the
+optimizer's state, not its first appearance, is what changed: a graph that adds the optimizer
+step to micro-steps that had none is a new phase, not warm-up), and its call stack had run at
+most ``EARLY_STEPS`` steps before. It is never warm-up when a differing op comes from a user line, or when a later
 recompile of the same call stack changes ops at the same optimizer lines again (a change that
 recurs is a real one, e.g. a schedule that rewrites a hyper-parameter).
 """
@@ -138,6 +140,11 @@ def mark_warmup(classes: list, new_events: list[dict], graphs) -> None:
         touched[i] = {(n.location.file, n.location.line) for n in optimizer}
         if other or not optimizer:
             continue
+        if not _steps_optimizer(d.old):
+            item.evidence += ("; the ops it adds are optimizer code, but the previous graph ran no optimizer step: "
+                              "a new phase of this call stack (e.g. the step at the end of an accumulation cycle), "
+                              "not warm-up")
+            continue
         early = runs_before.get((item.stack, item.step), 0) <= EARLY_STEPS
         if not early:
             item.evidence += f"; the change is inside optimizer code but {runs_before[(item.stack, item.step)]} " \
@@ -154,6 +161,13 @@ def mark_warmup(classes: list, new_events: list[dict], graphs) -> None:
             item.kind = RECOMPILE
             item.evidence = (f"changes inside optimizer code, and the same optimizer lines change again at step "
                              f"{again[0].step}: a recurring change, not warm-up ({item.evidence})")
+
+
+def _steps_optimizer(graph) -> bool:
+    """The graph already ran an optimizer step: some computation was made in optimizer code."""
+    files = optimizer_files()
+    return any(n.location is not None and n.location.file in files and not (n.is_input or n.is_constant)
+               for n in graph.nodes)
 
 
 def _event_at(events: list[dict], item) -> dict | None:
