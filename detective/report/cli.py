@@ -24,7 +24,10 @@ EXIT_USAGE = 2
 @click.option("--no-lint", is_flag=True, help="Do not run the linter (no static findings in the report).")
 @click.option("--rank", type=int, help="Show this rank's steps and recompiles [default: the lowest recorded rank].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
-def report(run_dir, fmt, lint_paths, no_lint, rank, output):
+@click.option("--all-steps", is_flag=True,
+              help="Print every step in the text table [default: quiet runs of steps collapse into one row]. "
+                   "JSON and HTML always keep every step.")
+def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
     """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
     from detective.report.attribution import attribute_run
     from detective.report.join import join, lint_files
@@ -79,7 +82,7 @@ def report(run_dir, fmt, lint_paths, no_lint, rank, output):
     elif fmt == "html":
         body = html_page(rendered)
     else:
-        body = text(rendered)
+        body = text(rendered, all_steps=all_steps)
     if output:
         with open(output, "w", encoding="utf-8") as f:
             f.write(body if body.endswith("\n") else body + "\n")

@@ -1,10 +1,13 @@
-"""Compact the per-step table: runs of steps where nothing happened become one row.
+"""Compact the per-step table: runs of steps where nothing new happened become one row.
 
-A step keeps its own row when it compiled a new program, ran a CPU fallback, did not reach its
-boundary, or its executions or host transfers differ from the step before (a change is news;
-the same number again is not). Every other step joins the quiet run it is in; a run shorter
-than ``MIN_SPAN`` steps is printed step by step. Pure: rows in, rows and spans out, so the
-text table can use it while the HTML plot and the JSON keep every step.
+A step keeps its own row when it compiled a new program, did not reach its boundary, looked up
+the persistent cache, or shows a
+pattern of executions, host transfers and CPU fallback ops that no earlier step showed (the
+first step that logs a value, the first with a fallback). A pattern seen before is not news:
+a loss logged every 20 steps does not print 500 rows in a 10,000-step run. Every other step
+joins the quiet run it is in; a run shorter than ``MIN_SPAN`` steps is printed step by step.
+Pure: rows in, rows and spans out, so the text table uses it while the HTML plot and the JSON
+keep every step.
 """
 
 from __future__ import annotations
@@ -16,46 +19,49 @@ MIN_SPAN = 3
 
 @dataclass(frozen=True)
 class Span:
-    """Steps first..last, each with ``executions`` executions, ``host_transfers`` transfers, 0 new."""
+    """Steps first..last, none with a new program; each field is its (min, max) over the span."""
 
     first: int
     last: int
-    executions: int
-    host_transfers: int
-    unique_programs: int
+    executions: tuple[int, int]
+    host_transfers: tuple[int, int]
+    fallback_ops: tuple[int, int]
 
     @property
     def steps(self) -> int:
         return self.last - self.first + 1
 
 
-def keeps_row(row: dict, previous: dict | None) -> bool:
-    if row.get("new_programs") or row.get("fallback_ops") or not row.get("complete", True):
-        return True
-    if previous is None:
-        return True
-    return (row.get("executions") != previous.get("executions")
-            or row.get("host_transfers") != previous.get("host_transfers"))
+def _pattern(row: dict) -> tuple:
+    return row.get("executions"), row.get("host_transfers"), row.get("fallback_ops")
 
 
 def compact(rows: list[dict], min_span: int = MIN_SPAN) -> list[dict | Span]:
     """The rows to print: step rows that carry news, and a :class:`Span` for each quiet run."""
     out: list[dict | Span] = []
     quiet: list[dict] = []
+    seen: set[tuple] = set()
 
     def flush() -> None:
         if len(quiet) >= min_span:
-            first, last = quiet[0], quiet[-1]
-            out.append(Span(first["step"], last["step"], first.get("executions") or 0,
-                            first.get("host_transfers") or 0, last.get("unique_programs") or 0))
+            def bounds(key: str) -> tuple[int, int]:
+                values = [r.get(key) or 0 for r in quiet]
+                return min(values), max(values)
+
+            out.append(Span(quiet[0]["step"], quiet[-1]["step"], bounds("executions"), bounds("host_transfers"),
+                            bounds("fallback_ops")))
         else:
             out.extend(quiet)
         quiet.clear()
 
     previous = None
     for row in rows:
-        contiguous = previous is not None and row["step"] == previous["step"] + 1
-        if keeps_row(row, previous) or not contiguous:
+        pattern = _pattern(row)
+        cache = row.get("cache") or {}
+        news = (bool(row.get("new_programs")) or not row.get("complete", True) or pattern not in seen
+                or any(cache.get(k) for k in ("hits", "misses", "deserialize_failures")))
+        seen.add(pattern)
+        if news or previous is None or row["step"] != previous["step"] + 1:
             flush()
             out.append(row)
         else:
@@ -65,9 +71,18 @@ def compact(rows: list[dict], min_span: int = MIN_SPAN) -> list[dict | Span]:
     return out
 
 
+def _amount(bounds: tuple[int, int], noun: str, plural: str) -> str:
+    low, high = bounds
+    if low == high:
+        return f"{low} {noun if low == 1 else plural} each"
+    return f"{low}-{high} {plural}"
+
+
 def span_text(span: Span) -> str:
-    each = "execution" if span.executions == 1 else "executions"
-    text = f"{span.executions} {each} each, 0 new"
-    if span.host_transfers:
-        text += f", {span.host_transfers} host transfer{'s' if span.host_transfers != 1 else ''} each"
-    return text
+    """"1 execution each, 0 new" (+ host transfers and fallback ops when there were any)."""
+    parts = [_amount(span.executions, "execution", "executions"), "0 new"]
+    if span.host_transfers != (0, 0):
+        parts.append(_amount(span.host_transfers, "host transfer", "host transfers"))
+    if span.fallback_ops != (0, 0):
+        parts.append(_amount(span.fallback_ops, "fallback op", "fallback ops"))
+    return ", ".join(parts)

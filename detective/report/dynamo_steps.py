@@ -132,11 +132,12 @@ def openxla_section(run) -> list[str]:
     return lines
 
 
-def run_text_report(run) -> str:
-    """What `detective run` prints at the end: the table of whichever backend recorded the steps."""
+def run_text_report(run, classes=None, all_steps: bool = False) -> str:
+    """What `detective run` prints at the end: the table of whichever backend recorded the steps
+    (``classes``, ``all_steps``: see :func:`detective.report.steps.text_report`)."""
     if is_dynamo_run(run):
         return dynamo_text_report(run)
-    text = text_report(run)
+    text = text_report(run, classes, all_steps)
     extra = openxla_section(run)
     return text + ("\n" + "\n".join(extra) if extra else "")
 

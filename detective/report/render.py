@@ -12,12 +12,14 @@ import os
 from dataclasses import dataclass, field
 
 from detective.paths import short_path as show_path
+from detective.report.callsites import NEW_CALL_SITE, RECOMPILE, WARMUP, classify_run
 from detective.report.model import NEW_SITE, Links, RunAttribution, findings_json, split_direct
 from detective.report.sources import excerpt
 from detective.report.steps import count as _plural
-from detective.report.steps import json_report, step_rows, summarize, summary_line, text_report
+from detective.report.steps import json_report, step_list, step_rows, summarize, summary_line, text_report
 
 SPARKS = "▁▂▃▄▅▆▇█"
+MAX_PROGRAMS = 12  # programs listed per section in text; JSON has them all
 GAP = "no static finding at this line: a gap in the linter (worth a rule)"
 
 
@@ -71,11 +73,33 @@ class Report:
     lint_errors: list = field(default_factory=list)
     linted: list = field(default_factory=list)
     ranks: object = None  # report.rank_text.RankSections: divergences and hang come first
+    classes: list = field(default_factory=list)  # ProgramClass per new program (detective.report.callsites)
+
+    def verdict(self, item):
+        """The ProgramClass of an attributed program, or None."""
+        return _by_key(self.classes).get(item.key)
+
+    def counted(self) -> list:
+        """Attributed programs after warm-up that are recompiles (what the gate counts)."""
+        return [i for i in self.attribution.recompiles if _kind(self, i) == RECOMPILE]
+
+    def of_kind(self, kind: str, after_warmup: bool = True) -> list:
+        items = self.attribution.recompiles if after_warmup else self.attribution.items
+        return [i for i in items if _kind(self, i) == kind]
 
 
-def _groups(attribution: RunAttribution, links: Links) -> list[Group]:
+def _by_key(classes) -> dict:
+    return {(c.step, c.index): c for c in classes}
+
+
+def _kind(report: "Report", item) -> str:
+    verdict = report.verdict(item)
+    return verdict.kind if verdict is not None else (NEW_CALL_SITE if item.kind == NEW_SITE else RECOMPILE)
+
+
+def _groups(attribution: RunAttribution, links: Links, counted=None) -> list[Group]:
     groups: dict = {}
-    for item in attribution.recompiles:
+    for item in (attribution.recompiles if counted is None else counted):
         src = item.source
         key = (src.file, src.line) if src else (None, None)
         if key not in groups:
@@ -91,10 +115,15 @@ def _groups(attribution: RunAttribution, links: Links) -> list[Group]:
 
 
 def build(run, attribution: RunAttribution, links: Links | None = None, lint_errors=(), linted=(),
-          ranks=None) -> Report:
+          ranks=None, classes=None) -> Report:
+    """``classes``: :func:`detective.report.callsites.classify_run` of the run (computed when None)."""
     links = links or Links()
-    return Report(run, summarize(run), attribution, links, _groups(attribution, links),
-                  list(lint_errors), list(linted), ranks)
+    if classes is None:
+        classes = classify_run(run)
+    report = Report(run, summarize(run), attribution, links, [], list(lint_errors), list(linted), ranks,
+                    list(classes))
+    report.groups = _groups(attribution, links, report.counted())
+    return report
 
 
 def where(item_or_group) -> str:
@@ -144,12 +173,13 @@ def _finding_line(finding, relation: str) -> str:
 
 # -- text -------------------------------------------------------------------------------------
 
-def text(report: Report) -> str:
+def text(report: Report, all_steps: bool = False) -> str:
     from detective.report.dynamo_steps import run_text_report
 
     run, attr = report.run, report.attribution
-    lines = [*(report.ranks.text_lines() if report.ranks else []), run_text_report(run)]
-    if not attr.available:  # count mode: the step table alone, as `detective run` prints it
+    lines = [*(report.ranks.text_lines() if report.ranks else []), run_text_report(run, report.classes, all_steps)]
+    if not attr.available:  # count mode: the table, and what the call stacks say about each new program
+        lines += _text_by_stack(report)
         return "\n".join(lines)
     rows = step_rows(run)
     if rows:
@@ -162,21 +192,61 @@ def text(report: Report) -> str:
     return "\n".join(lines)
 
 
+def _text_by_stack(report: Report) -> list[str]:
+    """Count mode: each new program after warm-up with its verdict from the call stacks."""
+    warmup = report.attribution.warmup
+    late = [c for c in report.classes if c.step >= warmup]
+    if not late:
+        return []
+    events = {(e["step"], e.get("index", 0)): e for e in report.run.execution_events if e.get("new")}
+    out = ["", f"New programs after warm-up (step {warmup} on), told apart by their call stacks "
+               "(count mode: likely; `--mode diagnose` compares the graphs and names the line):"]
+    for c in late[:MAX_PROGRAMS]:
+        site = (events.get((c.step, c.index)) or {}).get("site")
+        at = f" at {show_path(site['file'])}:{site['line']} in {site['function']}" if site else ""
+        out.append(f"    step {c.step}: {c.kind}{at}: {c.evidence}")
+    if len(late) > MAX_PROGRAMS:
+        out.append(f"    … and {len(late) - MAX_PROGRAMS} more (--format json lists them all)")
+    return out
+
+
+def _text_not_recompiles(report: Report) -> list[str]:
+    """New call sites after warm-up and optimizer warm-up: listed with their evidence, not counted."""
+    out: list[str] = []
+    fresh = report.of_kind(NEW_CALL_SITE)
+    if fresh:
+        out += ["", f"New call sites after warm-up (first programs of computations not run before; "
+                    f"not recompiles): {_plural(len(fresh), 'program')}"]
+        for item in fresh[:MAX_PROGRAMS]:
+            verdict = report.verdict(item)
+            trig = item.trigger or item.source
+            at = f"{show_path(trig.file)}:{trig.line}" if trig else "?"
+            out.append(f"    step {item.step}: at {at}" + (f" in {trig.function}" if trig else "")
+                       + (f": {verdict.evidence}" if verdict else ""))
+        if len(fresh) > MAX_PROGRAMS:
+            out.append(f"    … and {len(fresh) - MAX_PROGRAMS} more")
+    warm = report.of_kind(WARMUP, after_warmup=False)
+    if warm:
+        out += ["", "Optimizer warm-up (not a recompile: the optimizer's state at its first steps):"]
+        for item in warm:
+            verdict = report.verdict(item)
+            out.append(f"    step {item.step}: {verdict.evidence}")
+    return out
+
+
 def _text_attribution(report: Report) -> list[str]:
     attr = report.attribution
     out: list[str] = []
-    recompiles = attr.recompiles
+    recompiles = report.counted()
     if not recompiles:
-        out.append(f"No recompiles: no new programs after warm-up (step {attr.warmup} on). Nothing to attribute.")
+        out.append(f"No recompiles after warm-up (step {attr.warmup} on). Nothing to attribute.")
     else:
         groups = report.groups
         seconds = sum(g.seconds for g in groups)
         steps = sorted({i.step for i in recompiles})
-        fresh = sum(i.kind == NEW_SITE for i in recompiles)
-        out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'new program')} "
+        out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'program')} "
                    f"in {_plural(len(steps), 'step')}, {seconds:.2f} s compiling, from "
-                   f"{_plural(len(groups), 'source line')} (most expensive first)"
-                   + (f"; {fresh} of them from a call site not seen before (not a recompile)" if fresh else ""))
+                   f"{_plural(len(groups), 'source line')} (most expensive first)")
         for n, group in enumerate(groups, 1):
             out.append("")
             out.append(f"#{n} {where(group)}" + (f" in {group.function}" if group.function else "")
@@ -191,6 +261,9 @@ def _text_attribution(report: Report) -> list[str]:
                            f"a value that changes call after call (it will not settle by itself)")
             for item in group.items[:3]:
                 out.append(f"    step {item.step}: {item.kind}: {_change(item)}")
+                verdict = report.verdict(item)
+                if verdict is not None:
+                    out.append(f"      why a recompile ({verdict.confidence}): {verdict.evidence}")
                 if item.branch:
                     out.append(f"      under `{item.branch[1]}` (line {item.branch[0]})")
                 for n_line, code in item.feeds:
@@ -211,6 +284,7 @@ def _text_attribution(report: Report) -> list[str]:
             for i, (finding, relation) in enumerate(shown):
                 lead = "    static: " if (i == 0 and direct) else "            "
                 out.append(lead + _finding_line(finding, relation))
+    out += _text_not_recompiles(report)
     if attr.host_syncs:
         out.append("")
         out.append("Value reads that cut steps into several graphs (host syncs):")
@@ -218,7 +292,7 @@ def _text_attribution(report: Report) -> list[str]:
             code = h.source.code()
             out.append(f"    {show_path(h.source.file)}:{h.source.line} in {h.source.function}: "
                        f"{h.steps} of {h.of_steps} steps" + (f"  | {code}" if code else ""))
-    first = attr.first_programs
+    first = [i for i in attr.first_programs if _kind(report, i) != WARMUP]
     if first:
         out.append("")
         out.append(f"Warm-up (steps 0-{attr.warmup - 1}): {_plural(len(first), 'program')}, expected:")
@@ -244,10 +318,19 @@ def as_json(report: Report) -> dict:
     data["attribution"] = {"available": attr.available, "reason": attr.reason, "warmup": attr.warmup}
     links = report.links
 
-    def item_json(item) -> dict:
-        return {**item.to_json(), "findings": findings_json(links.of(item)), "linter_gap": links.is_gap(item)}
+    counted = report.counted()
+    counted_keys = {i.key for i in counted}
 
-    data["recompiles"] = [item_json(i) for i in attr.recompiles]
+    def item_json(item) -> dict:
+        verdict = report.verdict(item)
+        return {**item.to_json(), "findings": findings_json(links.of(item)),
+                "linter_gap": item.key in counted_keys and links.is_gap(item),
+                "verdict": verdict.to_json() if verdict else None}
+
+    data["programs"] = [c.to_json() for c in report.classes]  # every new program: kind, how sure, why
+    data["recompiles"] = [item_json(i) for i in counted]  # after warm-up, counted by the gate
+    data["new_call_sites"] = [item_json(i) for i in report.of_kind(NEW_CALL_SITE)]
+    data["optimizer_warmup"] = [item_json(i) for i in report.of_kind(WARMUP, after_warmup=False)]
     data["by_line"] = [g.to_json() for g in report.groups]  # recompiles grouped, most expensive first
     data["first_programs"] = [item_json(i) for i in attr.first_programs]
     data["host_syncs"] = [h.to_json() for h in attr.host_syncs]
@@ -263,7 +346,7 @@ def as_json(report: Report) -> dict:
         "files": report.linted,
         "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],
         "gaps": [{"step": i.step, "file": i.file, "line": i.line, "kind": i.kind}
-                 for i in attr.recompiles if links.is_gap(i)],
+                 for i in counted if links.is_gap(i)],
     }
     return data
 
@@ -277,7 +360,7 @@ def _md(text: str | None) -> str:
 def markdown(report: Report) -> str:
     s, attr = report.summary, report.attribution
     rows = step_rows(report.run)
-    late = attr.recompiles if attr.available else []
+    late = report.counted() if attr.available else []
     title = (f"{_plural(len(late), 'recompile')} after warm-up" if attr.available
              else f"{s['programs_after_warmup']} new programs after warm-up")
     out = [f"### detective: {title}", ""]
@@ -291,7 +374,13 @@ def markdown(report: Report) -> str:
         out += ["", f"> {attr.reason}"]
         return "\n".join(out) + "\n"
     if not late:
-        out += ["", "No new programs after warm-up. :white_check_mark:"]
+        out += ["", "No recompiles after warm-up. :white_check_mark:"]
+    fresh, warm = report.of_kind(NEW_CALL_SITE), report.of_kind(WARMUP, after_warmup=False)
+    if fresh or warm:
+        out += ["", "Not recompiles (not counted): " + "; ".join(
+            [f"{_plural(len(fresh), 'new call site')} (step{'s' if len(fresh) > 1 else ''} "
+             f"{step_list(sorted({i.step for i in fresh}))})"] * bool(fresh)
+            + [f"optimizer warm-up at step {i.step}: {_md(report.verdict(i).evidence)}" for i in warm])]
     for group in report.groups:
         out += ["", f"#### `{where(group)}` in `{group.function}` — {', '.join(group.kinds)}, "
                     f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
@@ -394,10 +483,10 @@ def html_page(report: Report) -> str:
            _svg(rows, s["warmup"])]
     if not attr.available:
         out.append(f"<p class='gap'>{e(attr.reason or '')}</p>")
-    elif not attr.recompiles:
-        out.append("<h2>No recompiles</h2><p>No new programs after warm-up: nothing to attribute.</p>")
+    elif not report.counted():
+        out.append("<h2>No recompiles</h2><p>No recompiles after warm-up: nothing to attribute.</p>")
     else:
-        out.append(f"<h2>Recompiles after warm-up, by source line ({len(attr.recompiles)})</h2>")
+        out.append(f"<h2>Recompiles after warm-up, by source line ({len(report.counted())})</h2>")
         for n, group in enumerate(report.groups, 1):
             kinds = "".join(f"<span class='kind'>{e(k)}</span>" for k in group.kinds)
             out.append(f"<h3>#{n} <code>{e(where(group))}</code> in <code>{e(group.function or '?')}</code> {kinds}"
@@ -425,6 +514,12 @@ def html_page(report: Report) -> str:
                 out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
                                             f"{f.line}</code> ({e(rel)}): {e(f.message)}</li>"
                                             for f, rel in (direct or nearby)) + "</ul>")
+    not_counted = [(i, report.verdict(i)) for i in report.of_kind(NEW_CALL_SITE) + report.of_kind(WARMUP, False)]
+    if attr.available and not_counted:
+        out.append("<h2>Not recompiles: new call sites and optimizer warm-up</h2><table>"
+                   "<tr><th>step</th><th>kind</th><th>why</th></tr>")
+        out += [f"<tr><td>{i.step}</td><td>{e(v.kind)}</td><td>{e(v.evidence)}</td></tr>" for i, v in not_counted if v]
+        out.append("</table>")
     if attr.available and attr.host_syncs:
         out.append("<h2>Value reads that cut steps into several graphs</h2><ul>")
         for h in attr.host_syncs:

@@ -88,13 +88,50 @@ def json_report(run) -> dict:
     }
 
 
-def text_table(rows: list[dict], warmup: int | None) -> list[str]:
+MAX_LISTED = 12  # step numbers named in one line; a storm lists its first ones
+
+
+def step_list(steps: list[int], limit: int = MAX_LISTED) -> str:
+    """"3, 5-9, 12": runs of consecutive steps as ranges, at most ``limit`` entries."""
+    runs: list[str] = []
+    start = None
+    for i, s in enumerate(steps):
+        if start is None:
+            start = s
+        if i + 1 == len(steps) or steps[i + 1] != s + 1:
+            runs.append(str(start) if start == s else f"{start}-{s}")
+            start = None
+    shown = ", ".join(runs[:limit])
+    return shown + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
+
+
+def step_marks(classes, warmup: int | None) -> dict[int, str]:
+    """step -> "<- recompile" etc. for steps from ``warmup`` on whose new programs were classified."""
+    marks: dict[int, list[str]] = {}
+    for item in classes or ():
+        if warmup is None or item.step >= warmup:
+            kinds = marks.setdefault(item.step, [])
+            if item.kind not in kinds:
+                kinds.append(item.kind)
+    return {step: "  <- " + ", ".join(kinds) for step, kinds in marks.items()}
+
+
+def text_table(rows: list[dict], warmup: int | None, marks: dict[int, str] | None = None,
+               all_steps: bool = True) -> list[str]:
+    """The step table; unless ``all_steps``, quiet runs of steps collapse into one row each
+    (:mod:`detective.report.compact`). ``marks`` replaces the generic "new after warm-up" tag."""
+    from detective.report.compact import Span, compact, span_text
+
     head = ("step", "executions", "new programs", "unique programs", "compile s", "host transfers", "fallback ops")
     with_cache = any("cache" in r for r in rows)
     if with_cache:
         head += ("persistent cache",)
+    shown = rows if all_steps else compact(rows)
     body = []
-    for r in rows:
+    for r in shown:
+        if isinstance(r, Span):
+            body.append((f"{r.first}–{r.last}", span_text(r)))
+            continue
         body.append(
             (
                 f"{r['step']}" + ("" if r["complete"] else "*"),
@@ -107,17 +144,44 @@ def text_table(rows: list[dict], warmup: int | None) -> list[str]:
             )
             + ((cache_cell(r.get("cache")),) if with_cache else ())
         )
-    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    cells = [b for b in body if len(b) == len(head)]
+    widths = [max(len(h), *(len(b[i]) for b in cells)) if cells else len(h) for i, h in enumerate(head)]
+    widths[0] = max(widths[0], *(len(b[0]) for b in body))
     lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths))]
-    for r, cells in zip(rows, body):
-        line = "  ".join(c.rjust(w) for c, w in zip(cells, widths))
-        if warmup is not None and r["step"] >= warmup and r["new_programs"]:
+    for r, row_cells in zip(shown, body):
+        if isinstance(r, Span):
+            lines.append(f"{row_cells[0].rjust(widths[0])}  {row_cells[1]}")
+            continue
+        line = "  ".join(c.rjust(w) for c, w in zip(row_cells, widths))
+        if marks is not None:
+            line += marks.get(r["step"], "")
+        elif warmup is not None and r["step"] >= warmup and r["new_programs"]:
             line += "  <- new after warm-up"
         lines.append(line)
     return lines
 
 
-def text_report(run) -> str:
+def after_warmup_text(classes, warmup: int) -> str:
+    """"; after warm-up: 1 recompile (step 236), 3 new call sites (steps 235, 274-275)"."""
+    from detective.report.callsites import NEW_CALL_SITE, RECOMPILE, WARMUP
+
+    late = [c for c in classes if c.step >= warmup]
+    if not late:
+        return "; no new programs after warm-up"
+    parts = []
+    for kind in (RECOMPILE, NEW_CALL_SITE, WARMUP):
+        steps = sorted({c.step for c in late if c.kind == kind})
+        n = sum(c.kind == kind for c in late)
+        if n:
+            parts.append(f"{count(n, kind)} ({'step' if len(steps) == 1 else 'steps'} {step_list(steps)})")
+    sure = {c.confidence for c in late}
+    how = "" if sure == {"sure"} else " (from call stacks: likely)" if sure == {"likely"} else " (some from call stacks only)"
+    return f"; after warm-up: {', '.join(parts)}{how}"
+
+
+def text_report(run, classes=None, all_steps: bool = False) -> str:
+    """The step table and its summary line. ``classes``: the run's classified new programs
+    (:func:`detective.report.callsites.classify_run`); computed when not given."""
     summary = summarize(run)
     rows = step_rows(run)
     warmup = summary["warmup"]
@@ -127,17 +191,25 @@ def text_report(run) -> str:
     elif not rows:
         lines.append(f"0 steps: no graph ran and no step boundary was reached ({BOUNDARIES})")
     else:
-        lines += text_table(rows, warmup)
+        if classes is None:
+            from detective.report.callsites import classify_run
+
+            classes = classify_run(run)
+        classified = sum(s["new_programs"] for s in run.step_events) == len(classes) and bool(classes)
+        marks = step_marks(classes, warmup) if classified else None
+        lines += text_table(rows, warmup, marks, all_steps)
         if summary["steps_completed"] == 0:
             lines.append(f"0 steps completed: the script never reached a step boundary ({BOUNDARIES})")
         if summary["unfinished_step"] is not None:
             lines.append(f"* step {summary['unfinished_step']} never reached a step boundary (the run ended first)")
         total = summary_line(summary)
-        if warmup is not None:
+        if warmup is not None and classified:
+            total += after_warmup_text(classes, warmup)
+        elif warmup is not None:
             late, late_steps = summary["programs_after_warmup"], summary["late_steps"]
             total += (
                 f"; {late} new after warm-up ({'step' if len(late_steps) == 1 else 'steps'} "
-                f"{', '.join(map(str, late_steps))})"
+                f"{step_list(late_steps)})"
                 if late
                 else "; no new programs after warm-up"
             )

@@ -15,7 +15,7 @@ import pytest
 from helpers import EXAMPLES, REPORT_SCRIPTS, detective, report_json
 
 from detective.ci.gate import Budget, budget_from_config
-from detective.report.compact import Span, compact
+from detective.report.compact import Span, compact, span_text
 
 EXAMPLE = EXAMPLES / "train_eval" / "train_eval.py"
 STORM = REPORT_SCRIPTS / "phases_storm.py"
@@ -123,14 +123,17 @@ def test_compact_keeps_news_and_collapses_quiet_runs():
         return {"step": step, "new_programs": new, "executions": executions, "host_transfers": transfers,
                 "fallback_ops": fallbacks, "complete": complete, "unique_programs": 1}
 
-    rows = [row(0, 1), row(1), row(2), row(3), row(4, transfers=1), row(5, transfers=1), row(6, transfers=1),
-            row(7, transfers=1), row(8, fallbacks=2), row(9), row(10), row(11, complete=False)]
+    rows = [row(0, 1), row(1), row(2), row(3), row(4, transfers=1), row(5), row(6), row(7, transfers=1),
+            row(8, fallbacks=2), row(9), row(10), row(11, complete=False)]
     out = compact(rows)
+    # 4: the first step with a host transfer; 7 has the same pattern again (not news); 8: first fallback
     assert [r["step"] if isinstance(r, dict) else (r.first, r.last) for r in out] == \
         [0, (1, 3), 4, (5, 7), 8, 9, 10, 11]
-    assert out[1] == Span(1, 3, 1, 0, 1)
-    many = [row(0, 1)] + [row(i) for i in range(1, 10_000)]
-    assert len(compact(many)) == 2
+    assert out[3] == Span(5, 7, (1, 1), (0, 1), (0, 0))
+    assert span_text(out[1]) == "1 execution each, 0 new"
+    assert span_text(out[3]) == "1 execution each, 0 new, 0-1 host transfers"
+    logging = [row(0, 1)] + [row(i, transfers=int(i % 20 == 0)) for i in range(1, 10_000)]
+    assert len(compact(logging)) == 4  # step 0, 1-19, 20 (first transfer), 21-9999
 
 
 def test_new_call_site_budget_in_config():
