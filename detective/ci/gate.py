@@ -197,6 +197,9 @@ def evaluate(run, budget: Budget, attributions: dict[int, list[dict]] | None = N
                              f"computations not run before) in step(s) {_steps(sites)}")
     for step, item in counts.warmup:
         verdict.notes.append(f"not counted: step {step} optimizer warm-up: {item.evidence}")
+    if any(item is not None and item.confidence != "sure" for _, item in counts.recompiles + counts.new_call_sites):
+        verdict.notes.append("recompiles and new call sites were told apart by call stacks only (a count-mode run); "
+                             "`detective run --mode diagnose` compares the graphs")
     if budget.max_unique_programs is not None and verdict.total_unique_programs > budget.max_unique_programs:
         verdict.problems.append(
             f"{verdict.total_unique_programs} unique programs (allowed {budget.max_unique_programs})")

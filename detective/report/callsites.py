@@ -218,20 +218,24 @@ def _classify(event: dict, earlier: list[dict], graphs) -> ProgramClass:
 
 
 def _by_stack(item: ProgramClass, event: dict, same_stack: list[dict], same_line: list[dict]) -> ProgramClass:
-    """Count mode: the call stack is all there is."""
-    note = " (count mode compares call stacks, not graphs; `--mode diagnose` compares the graphs)"
+    """Count mode: the call stack is all there is (the verdict stays LIKELY)."""
+    from detective.report.warmup import EARLY_STEPS
+
     if same_stack:
         prev = same_stack[-1]
         item.previous_step = prev["step"]
-        item.evidence = f"the same call stack compiled a different program at step {prev['step']}" + note
+        item.evidence = f"the same call stack compiled a different program at step {prev['step']}"
+        if item.step - same_stack[0]["step"] <= EARLY_STEPS:
+            item.evidence += (" (early in this call stack's life, as optimizer warm-up is: `--mode diagnose` "
+                              "can tell from the graphs)")
         return item
     item.kind = NEW_CALL_SITE
     if same_line:
         diff = stack_difference(stack_key(event), stack_key(same_line[-1]))
         item.previous_step = same_line[-1]["step"]
-        item.evidence = f"a call stack not seen before: {diff} vs step {same_line[-1]['step']}" + note
+        item.evidence = f"a call stack not seen before: {diff} vs step {same_line[-1]['step']}"
     else:
-        item.evidence = "no program ran from this call stack before" + note
+        item.evidence = "no program ran from this call stack before"
     return item
 
 

@@ -238,13 +238,16 @@ def _text_attribution(report: Report) -> list[str]:
     attr = report.attribution
     out: list[str] = []
     recompiles = report.counted()
-    if not recompiles:
-        out.append(f"No recompiles after warm-up (step {attr.warmup} on). Nothing to attribute.")
+    if not attr.recompiles:
+        out.append(f"No recompiles: no new programs after warm-up (step {attr.warmup} on). Nothing to attribute.")
+    elif not recompiles:
+        out.append(f"No recompiles after warm-up (step {attr.warmup} on): its new programs are new call sites "
+                   "or optimizer warm-up (below). Nothing to attribute.")
     else:
         groups = report.groups
         seconds = sum(g.seconds for g in groups)
         steps = sorted({i.step for i in recompiles})
-        out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'program')} "
+        out.append(f"Recompiles after warm-up (step {attr.warmup} on): {_plural(len(recompiles), 'new program')} "
                    f"in {_plural(len(steps), 'step')}, {seconds:.2f} s compiling, from "
                    f"{_plural(len(groups), 'source line')} (most expensive first)")
         for n, group in enumerate(groups, 1):

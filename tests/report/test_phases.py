@@ -79,7 +79,7 @@ def test_momentum_sgd_and_adamw_warmup_is_not_flagged(runs):
         assert {p["kind"] for s, p in programs(data).items() if s >= 13 or (name == "adamw" and s >= 7)} \
             == {"new call site"}
     text = detective("report", runs["sgd"]).stdout
-    assert "Optimizer warm-up (not a recompile):" in text and "momentum_buffer created" in text
+    assert "Optimizer warm-up (not a recompile: " in text and "momentum_buffer created" in text
     assert "gap in the linter" not in text
 
 
@@ -103,19 +103,27 @@ def test_optimizer_change_that_recurs_later_is_flagged(runs):
     assert late["kind"] == "recompile" and "inside optimizer code" in late["evidence"], late
 
 
+def table_rows(text: str) -> list[str]:
+    """The step table's rows (after its header, up to the summary line)."""
+    lines = text.splitlines()
+    head = next(i for i, t in enumerate(lines) if t.split()[:2] == ["step", "executions"])
+    end = next(i for i, t in enumerate(lines) if " steps, " in t and "compiling" in t)
+    return lines[head + 1:end]
+
+
 @pytest.mark.slow
 def test_step_table_compacts_quiet_runs_and_all_steps_prints_every_step(runs):
-    text = detective("report", runs["sgd-count"]).stdout.splitlines()
-    table = text[text.index(next(t for t in text if t.startswith("step  executions"))) + 1:]
-    rows = [t for t in table if t[:6].strip() and (t.lstrip()[0].isdigit())]
-    steps = [r.split()[0] for r in rows]
-    assert steps == ["0", "1", "2", "3–12", "13", "14", "15–17", "18", "19"], rows
-    assert "3–12  1 execution each, 0 new" in " ".join(r.split(maxsplit=0)[0] for r in rows).replace("  ", "  ")
-    full = detective("report", runs["sgd-count"], "--all-steps").stdout.splitlines()
-    assert sum(1 for t in full if t.strip().split(" ")[0].isdigit()) == 20
+    rows = table_rows(detective("report", runs["sgd-count"]).stdout)
+    assert [r.split()[0] for r in rows] == ["0", "1", "2", "3–12", "13", "14", "15–17", "18", "19"], rows
+    assert rows[3].strip() == "3–12  1 execution each, 0 new"
+    assert rows[2].endswith("<- recompile") and rows[4].endswith("<- new call site")
+    every = table_rows(detective("report", runs["sgd-count"], "--all-steps").stdout)
+    assert [r.split()[0] for r in every] == [str(i) for i in range(20)]
     data = report_json(runs["sgd-count"])
     assert [s["step"] for s in data["steps"]] == list(range(20))  # JSON keeps every step
-    assert all(p["confidence"] == "likely" for p in data["programs"])  # count mode says how sure
+    assert {p["confidence"] for p in data["programs"]} == {"likely"}  # count mode says how sure
+    html = detective("report", runs["sgd-count"], "--format", "html").stdout
+    assert html.count("<circle ") == 20  # the plot keeps every step
 
 
 def test_compact_keeps_news_and_collapses_quiet_runs():
