@@ -14,7 +14,9 @@ So the evidence is:
   (``share``) and the user lines its ops come from. A graph from a known stack that shares
   less than half its ops, and no user line, with every earlier graph of that stack is a new
   computation; a graph from a new stack that matches an earlier graph of the same trigger
-  line almost whole is a recompile reached another way. These verdicts are ``sure``.
+  line almost whole is a recompile reached another way, and so is a graph cut short by a value
+  read (``.item()``) whose ops are mostly in an earlier graph (a host-sync split). These
+  verdicts are ``sure``.
 
 Optimizer warm-up (state created at an optimizer's first steps) is decided on top of this, in
 :mod:`detective.report.warmup`.
@@ -23,6 +25,8 @@ Optimizer warm-up (state created at an optimizer's first steps) is decided on to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from detective.report.attribution import is_value_read
 
 RECOMPILE, NEW_CALL_SITE, WARMUP = "recompile", "new call site", "optimizer warm-up"
 SURE, LIKELY = "sure", "likely"
@@ -181,7 +185,7 @@ def _classify(event: dict, earlier: list[dict], graphs) -> ProgramClass:
         _site(e) is not None and _site(e) == _site(event)
         or (event.get("graph_name") and e.get("graph_name") == event.get("graph_name")))]
     if graphs is None or graphs.graph(event) is None:
-        return _by_stack(item, event, same_stack, same_line)
+        return _by_stack(item, event, same_stack, same_line, earlier)
     item.confidence = SURE
     item.user_lines = graphs.lines(event)
     if same_stack:
@@ -207,6 +211,14 @@ def _classify(event: dict, earlier: list[dict], graphs) -> ProgramClass:
         item.evidence = (f"a new call stack, but the same computation as the graph of step {prev['step']} "
                          f"from this line ({item.share:.0%} of the ops match)")
         return item
+    if is_value_read(event.get("cause")) and earlier:
+        cut = _cut_from(event, earlier, graphs)
+        if cut is not None:
+            prev, contained = cut
+            item.previous_step, item.share = prev["step"], contained
+            item.evidence = (f"a value read cut a computation that ran before: {contained:.0%} of its ops are in "
+                             f"the graph of step {prev['step']} (a host-sync split)")
+            return item
     item.kind = NEW_CALL_SITE
     if best is not None:
         item.previous_step, item.share = best[0]["step"], share(best[1])
@@ -217,7 +229,22 @@ def _classify(event: dict, earlier: list[dict], graphs) -> ProgramClass:
     return item
 
 
-def _by_stack(item: ProgramClass, event: dict, same_stack: list[dict], same_line: list[dict]) -> ProgramClass:
+def _cut_from(event: dict, earlier: list[dict], graphs):
+    """(earlier event, share of this graph's ops found in it) when a graph cut at a value read is
+    mostly a piece of an earlier graph, else None."""
+    best = None
+    for prev in reversed(earlier[-MAX_CANDIDATES:]):
+        d = graphs.diff(prev, event)
+        if d is None:
+            continue
+        contained = len(d.new_to_old) / max(len(d.new.nodes), 1)
+        if best is None or contained > best[1]:
+            best = (prev, contained)
+    return best if best is not None and best[1] >= SAME_COMPUTATION else None
+
+
+def _by_stack(item: ProgramClass, event: dict, same_stack: list[dict], same_line: list[dict],
+              earlier: list[dict]) -> ProgramClass:
     """Count mode: the call stack is all there is (the verdict stays LIKELY)."""
     from detective.report.warmup import EARLY_STEPS
 
@@ -228,6 +255,10 @@ def _by_stack(item: ProgramClass, event: dict, same_stack: list[dict], same_line
         if item.step - same_stack[0]["step"] <= EARLY_STEPS:
             item.evidence += (" (early in this call stack's life, as optimizer warm-up is: `--mode diagnose` "
                               "can tell from the graphs)")
+        return item
+    if is_value_read(event.get("cause")) and earlier:
+        item.evidence = ("a value read (.item(), .cpu(), printing a tensor) cut a graph at a line that cut none "
+                         "before: most likely a piece of a computation that ran before (a host-sync split)")
         return item
     item.kind = NEW_CALL_SITE
     if same_line:
