@@ -104,7 +104,7 @@ def evidence(diff, optimizer_nodes, unlocated) -> str:
     keys = {k for (f, line, _) in locs for k in [_state_keys(files[f]).get(line)] if k}
     functions = {fn for (_, _, fn) in locs}
     if keys:
-        what = f"{', '.join(sorted(keys))} created"
+        what = f"{', '.join(sorted(keys))} created at the previous optimizer step, in use from this one"
     elif "zero_grad" in functions:
         what = "gradients accumulated into zeroed ones (the first backward created them)"
     else:
