@@ -253,8 +253,8 @@ def _by_stack(item: ProgramClass, event: dict, same_stack: list[dict], same_line
         item.previous_step = prev["step"]
         item.evidence = f"the same call stack compiled a different program at step {prev['step']}"
         if item.step - same_stack[0]["step"] <= EARLY_STEPS:
-            item.evidence += (" (early in this call stack's life, as optimizer warm-up is: `--mode diagnose` "
-                              "can tell from the graphs)")
+            item.evidence += (" (within this call stack's first steps: optimizer warm-up and Python accumulators "
+                              "look like this; `--mode diagnose` tells them apart from the graphs)")
         return item
     if is_value_read(event.get("cause")) and earlier:
         item.evidence = ("a value read (.item(), .cpu(), printing a tensor) cut a graph at a line that cut none "
