@@ -30,7 +30,6 @@ EXIT_USAGE = 2
 def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
     """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
     from detective.report.attribution import attribute_run
-    from detective.report.join import join, lint_files
     from detective.report.model import Links
     from detective.report.render import as_json, build, html_page, markdown, text
     from detective.runtime.record import RunNotFound, load_run
@@ -64,6 +63,8 @@ def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
         attribution = attribute_run(run)
     lint_errors, linted, links = [], [], Links()
     if attribution.available and not no_lint and (attribution.recompiles or dynamo and lint_paths):
+        from detective.report.join import join, lint_files  # the linter (libcst) only when joining
+
         try:
             findings, lint_errors = lint_files(attribution, list(lint_paths), run.meta.get("cwd"))
         except Exception as exc:  # the attribution stands on its own: report it without the join

@@ -201,8 +201,18 @@ class Run:
         return main.key[1] if main is not None else main_pid(self.events, self.meta.get("launcher_pid"))
 
     def _of_main(self, kind: str) -> list[dict]:
-        pid = self.pid
-        return [e for e in self.events if e.get("event") == kind and e.get("pid") == pid]
+        """The main process's events of one kind, grouped in one pass over the events and kept
+        until the event list changes length (a report asks for them many times)."""
+        cache = self.__dict__.get("_by_kind")
+        if cache is None or cache[0] != len(self.events):
+            pid = self.pid
+            grouped: dict[str, list[dict]] = {}
+            for e in self.events:
+                if e.get("pid") == pid:
+                    grouped.setdefault(e.get("event"), []).append(e)
+            cache = (len(self.events), grouped)
+            self.__dict__["_by_kind"] = cache
+        return list(cache[1].get(kind, ()))
 
     @property
     def start(self) -> dict | None:
