@@ -148,3 +148,7 @@ def test_new_call_site_budget_in_config():
     budget = budget_from_config({"after-step": 3, "max-new-call-sites": 2}, None, {})
     assert budget == Budget(after_step=3, max_new_call_sites=2)
     assert "at most 2 new call site(s)" in budget.describe()
+    from detective.ci.pytest_plugin import _budget
+
+    marker = pytest.mark.compile_budget(after_step=3, max_new_call_sites=1).mark
+    assert _budget(marker) == Budget(after_step=3, max_new_call_sites=1)
