@@ -177,6 +177,13 @@ def _classify(event: dict, earlier: list[dict], graphs) -> ProgramClass:
     key = stack_key(event)
     item = ProgramClass(event["step"], event.get("index", 0), event.get("graph_hash"), RECOMPILE, LIKELY, "",
                         stack=key)
+    if event.get("backend") == "dynamo":  # Dynamo says itself whether a guard failed
+        item.confidence = SURE
+        if event.get("recompile"):
+            item.evidence = "Dynamo recompiled this function: " + ((event.get("guards") or [""])[0] or "a guard failed")
+        else:
+            item.kind, item.evidence = NEW_CALL_SITE, "Dynamo compiled this function (or graph-break resume) first"
+        return item
     if event.get("graph_hash") is None:
         item.evidence = "no graph hash was recorded (torch_xla's debug output was unavailable): counted as a recompile"
         return item

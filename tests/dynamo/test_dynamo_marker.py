@@ -65,6 +65,6 @@ def test_compile_budget_marker_on_torch_compile(pytester):
     pytester.makepyfile(test_budget=TESTS)
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*test_counter_recompiles*", "*gate FAILED: at most 0 new program(s) from step 2 on*",
-                                 "*2 new program(s) from step 2 on (allowed 0) in step(s) 2, 3*",
+    result.stdout.fnmatch_lines(["*test_counter_recompiles*", "*gate FAILED: at most 0 recompile(s) from step 2 on*",
+                                 "*2 recompile(s) from step 2 on (allowed 0) in step(s) 2, 3*",
                                  f"*at test_budget.py:{_line_of('self.calls += 1')} in forward*"])

@@ -107,7 +107,7 @@ def test_gate_on_a_dynamo_run(dynamo_runs):
     failed = detective("gate", out, "--after-step", "2")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert f"mixed.py:{_line('mixed.py', 'self.calls += 1')}" in failed.stdout
-    assert "step 3: 2 new program(s)" in failed.stdout
+    assert "step 3: 2 recompile(s)" in failed.stdout
     assert "forward: fell back to eager after 3 recompiles, step 4" in failed.stdout  # a problem, after step 2
     assert detective("gate", out, "--after-step", "5").returncode == 0
 
