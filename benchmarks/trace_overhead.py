@@ -1,16 +1,25 @@
-"""Step time of one training loop: bare vs `detective run --mode count` vs `--mode diagnose`.
+"""Step time of one training loop: bare vs `detective run --mode count` vs `--mode diagnose`,
+with the parts of diagnose mode's cost measured apart.
 
     .venv/bin/python benchmarks/trace_overhead.py [--rounds 5] [--steps 300] [--hidden 512]
 
-Each round runs the three variants back to back (interleaved, so drift hits all alike) in fresh
+Variants: ``bare``; ``ir-debug`` (bare with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1: torch_xla records a
+Python frame per IR node); ``ir-save`` (that plus XLA_SAVE_TENSORS_FILE: torch_xla writes the
+graph's IR text at every sync); ``count`` and ``diagnose`` (``detective run``). diagnose minus
+ir-save is the tracer's own cost. The timed steps compile nothing (the loop is stable after
+warm-up), so they are the steps diagnose mode should not make slower.
+
+Each round runs the variants back to back (interleaved, so drift hits all alike) in fresh
 processes. A variant's step time is wall time over the timed steps, after warm-up, ending with
-wait_device_ops so queued work is counted. Prints the median per variant and ratios to bare.
+wait_device_ops so queued work is counted. A traced variant must have recorded every step (a
+tracer that did not start would otherwise measure 1.00x). Prints min and median per variant.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -53,16 +62,40 @@ def worker(steps: int, hidden: int, batch: int) -> None:
     print(json.dumps({"step_ms": (time.perf_counter() - start) * 1000 / steps}))
 
 
+IR_DEBUG = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
+VARIANTS = ("bare", "ir-debug", "ir-save", "count", "diagnose")
+
+
 def measure(variant: str, args, tmp: Path, round_no: int) -> float:
     script = [sys.executable, __file__, "--worker", "--steps", str(args.steps), "--hidden", str(args.hidden),
               "--batch", str(args.batch)]
-    if variant == "bare":
-        command = script
-    else:
-        out = tmp / f"{variant}-{round_no}"
+    env = dict(os.environ)
+    out = tmp / f"{variant}-{round_no}"
+    if variant in ("count", "diagnose"):
         command = [sys.executable, "-m", "detective", "run", "--quiet", "--mode", variant, "--out", str(out), "--", *script]
-    proc = subprocess.run(command, capture_output=True, text=True, check=True)
+    else:
+        command = script
+        if variant in ("ir-debug", "ir-save"):
+            env.update(IR_DEBUG)
+        if variant == "ir-save":
+            out.mkdir()
+            env.update(XLA_SAVE_TENSORS_FILE=str(out / "ir"), XLA_SAVE_TENSORS_FMT="text")
+    proc = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+    if variant in ("count", "diagnose"):
+        _check_recorded(out, WARMUP_STEPS + args.steps, variant)
     return json.loads(proc.stdout.strip().splitlines()[-1])["step_ms"]
+
+
+def _check_recorded(out: Path, steps: int, variant: str) -> None:
+    from detective.runtime.record import load_run
+
+    run = load_run(out)
+    recorded = [s for s in run.step_events if s.get("complete")]
+    assert len(recorded) == steps, f"{variant}: the tracer recorded {len(recorded)} of {steps} steps in {out}"
+    late = [s["step"] for s in recorded[WARMUP_STEPS:] if s["new_programs"]]
+    assert not late, f"{variant}: steps {late} compiled: the timed steps must compile nothing"
+    if variant == "diagnose":
+        assert list((out / "graphs").glob("*.txt")), f"diagnose: no graph IR saved in {out}"
 
 
 def main() -> None:
@@ -76,7 +109,7 @@ def main() -> None:
     if args.worker:
         worker(args.steps, args.hidden, args.batch)
         return
-    variants = ("bare", "count", "diagnose")
+    variants = VARIANTS
     times: dict[str, list[float]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="detective-bench-") as tmp:
         for r in range(args.rounds):

@@ -234,7 +234,7 @@ def _host_syncs(reads_by_step: dict, resolver: Resolver, steps: int) -> list[Hos
     out = []
     for entry in sites.values():
         src = entry["site"]
-        sync = HostSync(src, len(entry["steps"]), steps, entry["executions"])
+        sync = HostSync(src, len(entry["steps"]), steps, entry["executions"], min(entry["steps"]))
         if src.found:
             sync.branch = enclosing_branch(src.file, src.line)
             sync.feeds = names_assigned_before(src.file, src.line)

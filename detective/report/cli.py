@@ -62,7 +62,8 @@ def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
     else:
         attribution = attribute_run(run)
     lint_errors, linted, links = [], [], Links()
-    if attribution.available and not no_lint and (attribution.recompiles or dynamo and lint_paths):
+    if attribution.available and not no_lint and (attribution.recompiles or attribution.host_syncs
+                                                   or dynamo and lint_paths):
         from detective.report.join import join, lint_files  # the linter (libcst) only when joining
 
         try:

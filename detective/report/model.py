@@ -119,6 +119,7 @@ class HostSync:
     steps: int  # steps it cut
     of_steps: int
     executions: int
+    first_step: int  # the first step it cut
     branch: tuple[int, str] | None = None  # the if around the read
     feeds: list[tuple[int, str]] = field(default_factory=list)  # lines computing what it reads
 

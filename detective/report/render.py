@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from detective.paths import short_path as show_path
 from detective.report.callsites import NEW_CALL_SITE, RECOMPILE, WARMUP, classify_run
-from detective.report.model import NEW_SITE, Links, RunAttribution, findings_json, split_direct
+from detective.report.model import NEW_SITE, SPLIT, Links, RunAttribution, findings_json, split_direct
 from detective.report.sources import excerpt
 from detective.report.steps import count as _plural
 from detective.report.steps import json_report, step_list, step_rows, summarize, summary_line, text_report
@@ -234,6 +234,16 @@ def _text_not_recompiles(report: Report) -> list[str]:
     return out
 
 
+def _text_static(linked: list, indent: str = "    ") -> list[str]:
+    """The static findings for one line: the direct ones, else the gap and what is nearby."""
+    direct, nearby = split_direct(linked)
+    out = [] if direct else [f"{indent}static: {GAP}" + ("; nearby:" if nearby else "")]
+    for i, (finding, relation) in enumerate(direct[:4] if direct else nearby[:3]):
+        lead = f"{indent}static: " if (i == 0 and direct) else indent + " " * len("static: ")
+        out.append(lead + _finding_line(finding, relation))
+    return out
+
+
 def _text_attribution(report: Report) -> list[str]:
     attr = report.attribution
     out: list[str] = []
@@ -278,15 +288,8 @@ def _text_attribution(report: Report) -> list[str]:
                     out.append(f"      also {cause.kind} at {at}: {cause.before} → {cause.after}")
             if len(group.items) > 3:
                 out.append(f"    … and {len(group.items) - 3} more like these")
-            direct, nearby = split_direct(group.linked)
-            shown = direct[:4] if direct else nearby[:3]
-            if not group.recompiles_known:
-                continue  # not a recompile: nothing for the linter to have caught
-            if not direct:
-                out.append(f"    static: {GAP}" + ("; nearby:" if nearby else ""))
-            for i, (finding, relation) in enumerate(shown):
-                lead = "    static: " if (i == 0 and direct) else "            "
-                out.append(lead + _finding_line(finding, relation))
+            if group.recompiles_known:  # else not a recompile: nothing for the linter to have caught
+                out += _text_static(group.linked)
     out += _text_not_recompiles(report)
     if attr.host_syncs:
         out.append("")
@@ -295,6 +298,7 @@ def _text_attribution(report: Report) -> list[str]:
             code = h.source.code()
             out.append(f"    {show_path(h.source.file)}:{h.source.line} in {h.source.function}: "
                        f"{h.steps} of {h.of_steps} steps" + (f"  | {code}" if code else ""))
+            out += _text_static(report.links.of_host_sync(h), "        ")
     first = [i for i in attr.first_programs if _kind(report, i) != WARMUP]
     if first:
         out.append("")
@@ -336,7 +340,8 @@ def as_json(report: Report) -> dict:
     data["optimizer_warmup"] = [item_json(i) for i in report.of_kind(WARMUP, after_warmup=False)]
     data["by_line"] = [g.to_json() for g in report.groups]  # recompiles grouped, most expensive first
     data["first_programs"] = [item_json(i) for i in attr.first_programs]
-    data["host_syncs"] = [h.to_json() for h in attr.host_syncs]
+    data["host_syncs"] = [{**h.to_json(), "findings": findings_json(links.of_host_sync(h)),
+                           "linter_gap": links.host_sync_is_gap(h)} for h in attr.host_syncs]
     if hasattr(attr, "graph_breaks"):  # torch.compile
         from detective.report.dynamo import json_section
         from detective.report.dynamo_steps import dynamo_json
@@ -349,7 +354,9 @@ def as_json(report: Report) -> dict:
         "files": report.linted,
         "errors": [{"path": p, "problem": m} for p, m in report.lint_errors],
         "gaps": [{"step": i.step, "file": i.file, "line": i.line, "kind": i.kind}
-                 for i in counted if links.is_gap(i)],
+                 for i in counted if links.is_gap(i)]
+        + [{"step": h.first_step, "file": h.source.file, "line": h.source.line, "kind": SPLIT}
+           for h in attr.host_syncs if links.host_sync_is_gap(h)],
     }
     return data
 
@@ -397,21 +404,27 @@ def markdown(report: Report) -> str:
         for item in group.items:
             trig = f"{show_path(item.trigger.file)}:{item.trigger.line}" if item.trigger else ""
             out.append(f"| {item.step} | {item.kind} | {_md(_change(item))} | `{trig}` |")
-        direct, nearby = split_direct(group.linked)
         out.append("")
-        indent = ""
-        if not direct and group.recompiles_known:
-            out.append(f"- {GAP}" + ("; nearby:" if nearby else ""))
-            indent = "  "
-        for finding, relation in direct or nearby:
-            out.append(f"{indent}- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
-                       f"({relation}): {_md(finding.message)}")
+        out += _md_static(group.linked, group.recompiles_known)
     if attr.host_syncs:
         out += ["", "Value reads that cut steps into several graphs:", ""]
         for h in attr.host_syncs:
             out.append(f"- `{show_path(h.source.file)}:{h.source.line}` in `{h.source.function}`: {h.steps} of "
                        f"{h.of_steps} steps — `{_md(h.source.code())}`")
+            out += ["  " + line for line in _md_static(report.links.of_host_sync(h))]
     return "\n".join(out) + "\n"
+
+
+def _md_static(linked: list, could_be_gap: bool = True) -> list[str]:
+    direct, nearby = split_direct(linked)
+    out, indent = [], ""
+    if not direct and could_be_gap:
+        out.append(f"- {GAP}" + ("; nearby:" if nearby else ""))
+        indent = "  "
+    for finding, relation in direct or nearby:
+        out.append(f"{indent}- **{finding.code}** {finding.name} at `{show_path(finding.path)}:{finding.line}` "
+                   f"({relation}): {_md(finding.message)}")
+    return out
 
 
 # -- html -------------------------------------------------------------------------------------
@@ -474,6 +487,21 @@ def _excerpt_html(path: str | None, line: int | None) -> str:
     return "<pre>" + "".join(body) + "</pre>"
 
 
+def _html_static(linked: list, could_be_gap: bool = True) -> str:
+    e = html.escape
+    direct, nearby = split_direct(linked)
+    out = []
+    if not direct and could_be_gap:
+        out.append(f"<p class='gap'>{e(GAP)}</p>")
+    if nearby and not direct:
+        out.append("<p class='muted'>nearby:</p>")
+    if direct or nearby:
+        out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
+                                    f"{f.line}</code> ({e(rel)}): {e(f.message)}</li>"
+                                    for f, rel in (direct or nearby)) + "</ul>")
+    return "".join(out)
+
+
 def html_page(report: Report) -> str:
     s, attr, run = report.summary, report.attribution, report.run
     rows = step_rows(run)
@@ -508,15 +536,7 @@ def html_page(report: Report) -> str:
                 out.append(f"<tr><td>{item.step}</td><td>{e(item.kind)}</td><td>{e(_change(item))}{extra}</td>"
                            f"<td><code>{e(trig)}</code></td></tr>")
             out.append("</table>")
-            direct, nearby = split_direct(group.linked)
-            if not direct and group.recompiles_known:
-                out.append(f"<p class='gap'>{e(GAP)}</p>")
-            if nearby and not direct:
-                out.append("<p class='muted'>nearby:</p>")
-            if direct or nearby:
-                out.append("<ul>" + "".join(f"<li><b>{e(f.code)}</b> {e(f.name)} at <code>{e(show_path(f.path))}:"
-                                            f"{f.line}</code> ({e(rel)}): {e(f.message)}</li>"
-                                            for f, rel in (direct or nearby)) + "</ul>")
+            out.append(_html_static(group.linked, group.recompiles_known))
     not_counted = [(i, report.verdict(i)) for i in report.of_kind(NEW_CALL_SITE) + report.of_kind(WARMUP, False)]
     if attr.available and not_counted:
         out.append("<h2>Not recompiles: new call sites and optimizer warm-up</h2><table>"
@@ -528,7 +548,7 @@ def html_page(report: Report) -> str:
         for h in attr.host_syncs:
             out.append(f"<li><code>{e(show_path(h.source.file))}:{h.source.line}</code> in "
                        f"<code>{e(h.source.function)}</code>: {h.steps} of {h.of_steps} steps<br>"
-                       f"<code>{e(h.source.code() or '')}</code></li>")
+                       f"<code>{e(h.source.code() or '')}</code>{_html_static(report.links.of_host_sync(h))}</li>")
         out.append("</ul>")
     out.append("</body></html>\n")
     return "\n".join(out)

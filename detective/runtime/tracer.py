@@ -69,10 +69,20 @@ class AppendedFile:
         data = b"".join(chunks)
         if not data:
             return ""
+        self._trim()
+        return data.decode("utf-8", "replace")
+
+    def skip(self) -> None:
+        """Pass over what was appended since the last read without reading it (one fstat)."""
+        if self._fd is None:
+            return
+        self._offset = os.fstat(self._fd).st_size
+        self._trim()
+
+    def _trim(self) -> None:
         if self._offset > self.limit:
             os.ftruncate(self._fd, 0)  # torch_xla appends, so its next write lands at 0
             self._offset = 0
-        return data.decode("utf-8", "replace")
 
 
 class Progress:
@@ -119,6 +129,7 @@ class Tracer:
         self._debug_tail = AppendedFile(debug_file) if debug_file else None
         self._blocks = BlockCache()
         self.ir_file = ir_file  # XLA_SAVE_TENSORS_FILE base path (diagnose mode)
+        self._ir_tails: dict[str, AppendedFile] = {}  # torch_xla adds ".<device ordinal>" to the path
         self.writer = EventWriter(os.path.join(out_dir, "events.jsonl"))
         self.progress = Progress(progress)
         self.pid = os.getpid()
@@ -223,7 +234,7 @@ class Tracer:
             executed, new = hits, 0
             lines = [f'{{"event":"execution","step":{self.step},{rest}' for rest in steady[2]]
             if self.ir_file is not None:
-                self._drain_ir()
+                self._skip_ir()
         else:
             executions = self._executions(debug_text, compiled + hits, compiled)
             executed = len(executions)
@@ -391,14 +402,23 @@ class Tracer:
         for event, ns in zip(compiled, recent):
             event["compile_seconds"] = ns / 1e9
 
-    def _drain_ir(self) -> str:
-        return "".join(drain(path) for path in sorted(glob.glob(self.ir_file + ".*")))
+    # torch_xla writes the IR of every graph at every sync (it cannot be told to write only on a
+    # compile); only new programs' IR is ever read, so a step that compiled nothing skips it.
+    def _skip_ir(self) -> None:
+        for tail in self._ir_tails.values():
+            tail.skip()
+
+    def _read_ir(self) -> str:
+        for path in glob.glob(self.ir_file + ".*"):
+            if path not in self._ir_tails:
+                self._ir_tails[path] = AppendedFile(path, limit=8 << 20)
+        return "".join(tail.read_new() for _, tail in sorted(self._ir_tails.items()))
 
     def _save_graphs(self, events: list[dict]) -> None:
-        text = self._drain_ir()
-        wanted = {e["graph_hash"] for e in events if e["new"]}
-        if not wanted:
+        if not any(e["new"] for e in events):
+            self._skip_ir()
             return
+        text = self._read_ir()
         saved = parse_saved_graphs(text)
         for event in events:
             h = event["graph_hash"]

@@ -87,6 +87,10 @@ def test_item_in_step(recorded):
     assert {"code": "RC001", "line": read} in [{"code": f["code"], "line": f["line"]} for f in r["findings"]]
     [sync] = data["host_syncs"]
     assert (sync["line"], sync["steps"], sync["of_steps"]) == (read, 10, 10)
+    # the value read is joined to the linter like a recompile: RC001 at that very line
+    assert {"code": "RC001", "line": read, "relation": "at this line"} in [
+        {k: f[k] for k in ("code", "line", "relation")} for f in sync["findings"]]
+    assert not sync["linter_gap"] and data["linter"]["gaps"] == []
     kinds = [(p["step"], p["kind"]) for p in data["first_programs"]]
     assert kinds[0] == (0, "host-sync split") and data["first_programs"][0]["line"] == read
 
@@ -135,6 +139,8 @@ def test_moe_names_all_three_causes(recorded):
     assert ("RC003", counter) in {(f["code"], f["line"]) for f in by_step[5]["findings"]}
     [sync] = data["host_syncs"]
     assert (sync["line"], sync["steps"]) == (counter, 8)
+    assert {("RC001", counter), ("RC003", counter)} <= {(f["code"], f["line"]) for f in sync["findings"]}
+    assert not sync["linter_gap"]
     # 3. the capacity from the collator's token count: the dispatch buffer shrinks at step 6
     assert by_step[6]["before"] == "aten::expand f32[129,32]" and by_step[6]["after"] == "f32[113,32]"
     capacity_line = run.line_of('capacity = math.ceil(self.capacity_factor * batch["ntokens"]')
@@ -226,6 +232,35 @@ def test_lint_paths_and_no_lint(recorded):
     assert data["recompiles"][0]["findings"] == []
 
 
+def test_host_sync_findings_in_every_format(recorded):
+    run = recorded["item_in_step_broken"]
+    read = run.line_of("(h.abs().max() > self.limit).item()")
+    text = detective("report", str(run.out)).stdout
+    section = text[text.index("Value reads that cut steps"):]
+    assert f"item_in_step_broken.py:{read} in forward: 10 of 10 steps" in section
+    assert f"        static: RC001 host-sync at examples/storms/item_in_step_broken.py:{read} (at this line)" in section
+    md = detective("report", str(run.out), "--format", "markdown").stdout
+    md_section = md[md.index("Value reads that cut steps"):]
+    assert f"  - **RC001** host-sync at `examples/storms/item_in_step_broken.py:{read}` (at this line)" in md_section
+    page = detective("report", str(run.out), "--format", "html").stdout
+    html_section = page[page.index("Value reads that cut steps"):]
+    assert "<b>RC001</b> host-sync" in html_section and "a gap in the linter" not in html_section
+
+
+def test_host_sync_without_a_finding_is_a_linter_gap(recorded):
+    """Linting an unrelated file: nothing relates to the value read, so it counts as a gap."""
+    run = recorded["item_in_step_broken"]
+    read = run.line_of("(h.abs().max() > self.limit).item()")
+    other = REPO / "examples" / "lint" / "python_counter_broken.py"
+    data = report_json(run.out, "--lint", str(other))
+    [sync] = data["host_syncs"]
+    assert sync["findings"] == [] and sync["linter_gap"]
+    assert {"step": 0, "file": str(run.script), "line": read, "kind": "host-sync split"} in data["linter"]["gaps"]
+    text = detective("report", str(run.out), "--lint", str(other)).stdout
+    section = text[text.index("Value reads that cut steps"):]
+    assert "        static: no static finding at this line: a gap in the linter" in section
+
+
 def test_attributions_by_step_for_the_gate(recorded):
     run = recorded["counter_slice_broken"]
     line = run.line_of("x[:, : self.step]")
@@ -256,6 +291,7 @@ def test_value_read_that_cuts_a_later_step(recorded):
     assert [(f["code"], f["line"]) for f in r["findings"]] == [("RC001", read)]
     [sync] = data["host_syncs"]
     assert (sync["line"], sync["steps"], sync["of_steps"]) == (read, 2, 8)
+    assert [(f["code"], f["line"], f["relation"]) for f in sync["findings"]] == [("RC001", read, "at this line")]
 
 
 

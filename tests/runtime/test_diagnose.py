@@ -20,9 +20,10 @@ def test_diagnose_saves_ir_of_each_new_graph(traced):
         assert "location=forward@seq_len_broken.py:" in text
     assert len(list((result.out / "graphs").iterdir())) == 4
     # torch_xla's raw files are emptied as the run goes, so long runs do not fill the disk:
-    # the IR dump at every step, the debug log once it passes 1 MiB
+    # the IR dump once it passes 8 MiB (steps that compile nothing never read it), the debug
+    # log once it passes 1 MiB
     raw = {p.name.split(".")[0]: p.stat().st_size for p in (result.out / "raw").iterdir()}
-    assert raw["ir"] == 0 and 0 < raw["debug"] < 1 << 20
+    assert 0 < raw["ir"] < 8 << 20 and 0 < raw["debug"] < 1 << 20
 
 
 def test_hashes_differ_between_modes(traced):
