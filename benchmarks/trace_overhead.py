@@ -30,10 +30,9 @@ from pathlib import Path
 WARMUP_STEPS = 5
 
 
-def worker(steps: int, hidden: int, batch: int) -> None:
+def _training_step(hidden: int, batch: int):
     import torch
     import torch_xla
-    import torch_xla.core.xla_model as xm
 
     device = torch_xla.device()
     model = torch.nn.Sequential(
@@ -44,14 +43,25 @@ def worker(steps: int, hidden: int, batch: int) -> None:
     g = torch.Generator().manual_seed(0)
     data = [(torch.randn(batch, hidden, generator=g), torch.randint(0, 10, (batch,), generator=g)) for _ in range(8)]
 
-    def step(i: int) -> None:
+    def trace(i: int) -> None:
         x, y = data[i % len(data)]
         x, y = x.to(device), y.to(device)
         opt.zero_grad(set_to_none=False)
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+
+    def step(i: int) -> None:
+        trace(i)
         torch_xla.sync()
 
+    pending = lambda: [*model.parameters(), *(p.grad for p in model.parameters())]  # noqa: E731
+    return step, trace, pending
+
+
+def worker(steps: int, hidden: int, batch: int) -> None:
+    import torch_xla.core.xla_model as xm
+
+    step, _, _ = _training_step(hidden, batch)
     for i in range(WARMUP_STEPS):
         step(i)
     xm.wait_device_ops()
@@ -60,6 +70,39 @@ def worker(steps: int, hidden: int, batch: int) -> None:
         step(i)
     xm.wait_device_ops()
     print(json.dumps({"step_ms": (time.perf_counter() - start) * 1000 / steps}))
+
+
+def floor_worker(steps: int, hidden: int, batch: int) -> None:
+    """What torch_xla itself costs diagnose mode per step, in one process, interleaved step by step
+    (robust to a busy machine): tracing with IR frames on vs off (``_set_ir_debug``, which torch_xla
+    allows at run time and which leaves graph hashes alone), and the IR text dump torch_xla writes
+    at every sync when XLA_SAVE_TENSORS_FILE is set (``_get_xla_tensors_text`` is the same dump)."""
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+    import torch_xla.debug.metrics as met
+
+    step, trace, pending = _training_step(hidden, batch)
+    for i in range(WARMUP_STEPS):
+        step(i)
+    xm.wait_device_ops()
+    compiled = met.counter_value("UncachedCompile")
+    times: dict[str, list[float]] = {"frames on": [], "frames off": [], "ir text": []}
+    for i in range(steps):
+        frames = i % 2 == 0
+        torch_xla._XLAC._set_ir_debug(frames)
+        start = time.perf_counter()
+        trace(i)
+        traced = time.perf_counter()
+        if frames:
+            torch_xla._XLAC._get_xla_tensors_text(pending())
+            times["ir text"].append(time.perf_counter() - traced)
+        dumped = time.perf_counter()
+        torch_xla.sync()
+        xm.wait_device_ops()
+        times["frames on" if frames else "frames off"].append(traced - start + time.perf_counter() - dumped)
+    torch_xla._XLAC._set_ir_debug(True)
+    assert met.counter_value("UncachedCompile") == compiled, "toggling IR frames changed the graph"
+    print(json.dumps({k: statistics.median(v) * 1000 for k, v in times.items()}))
 
 
 IR_DEBUG = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
@@ -101,13 +144,31 @@ def _check_recorded(out: Path, steps: int, variant: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--floor", action="store_true",
+                        help="only torch_xla's own per-step cost of diagnose mode, in one process")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--floor-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.floor_worker:
+        floor_worker(args.steps, args.hidden, args.batch)
+        return
     if args.worker:
         worker(args.steps, args.hidden, args.batch)
+        return
+    if args.floor:
+        env = {**os.environ, **IR_DEBUG}
+        script = [sys.executable, __file__, "--floor-worker", "--steps", str(args.steps), "--hidden", str(args.hidden),
+                  "--batch", str(args.batch)]
+        proc = subprocess.run(script, capture_output=True, text=True, check=True, env=env)
+        ms = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"torch_xla's per-step cost in diagnose mode (MLP hidden={args.hidden}, batch={args.batch}, "
+              f"medians of {args.steps // 2} interleaved steps):")
+        print(f"  step without IR frames {ms['frames off']:7.3f} ms")
+        print(f"  step with IR frames    {ms['frames on']:7.3f} ms  (+{ms['frames on'] - ms['frames off']:.3f} ms)")
+        print(f"  IR text dump per sync  {ms['ir text']:7.3f} ms  (XLA_SAVE_TENSORS_FILE: every sync, compiled or not)")
         return
     variants = VARIANTS
     times: dict[str, list[float]] = {v: [] for v in variants}

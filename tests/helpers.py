@@ -51,7 +51,46 @@ class Recorded:
         return hits[0]
 
 
+COUNT_COMPILES = RUNTIME_SCRIPTS / "count_compiles.py"
+COUNTS_FILE = "compile-counts.json"  # written next to the run directory by count_compiles.py
+
+
+def counted(out: Path, script: Path) -> list[str]:
+    """``python count_compiles.py OUT.compile-counts.json SCRIPT``: the script, with torch_xla's own
+    counters written after every sync (see :func:`check_against_torch_xla`)."""
+    return [sys.executable, str(COUNT_COMPILES), str(counts_path(out)), str(script)]
+
+
+def counts_path(out: Path) -> Path:
+    return out.parent / f"{out.name}.{COUNTS_FILE}"
+
+
 def record(out: Path, script: Path, mode: str, *options: str) -> Recorded:
-    """``detective run --quiet --mode MODE --out OUT -- python SCRIPT``."""
-    proc = detective("run", "--quiet", "--mode", mode, "--out", str(out), *options, "--", sys.executable, str(script))
+    """``detective run --quiet --mode MODE --out OUT -- python count_compiles.py ... SCRIPT``."""
+    proc = detective("run", "--quiet", "--mode", mode, "--out", str(out), *options, "--", *counted(out, script))
     return Recorded(script, out, proc.returncode, proc.stderr)
+
+
+def check_against_torch_xla(out: Path) -> None:
+    """The tracer's per-step new programs, derived from torch_xla's debug log, against records it
+    had no part in: the compile counters the script noted after each sync, and the compile
+    blocks counted in the raw debug log."""
+    from detective import load_run
+
+    records = json.loads(counts_path(out).read_text())
+    compiled_per_step, last = [], [0, 0]
+    for now in records:
+        if now != last:  # a sync with nothing pending is not a step
+            compiled_per_step.append(now[0] - last[0])
+            last = now
+    run = load_run(out)
+    steps = [s for s in run.step_events if s["complete"]]
+    assert [s["new_programs"] for s in steps] == compiled_per_step, out
+    executions = run.execution_events
+    assert executions and all(e["graph_hash"] for e in executions), "an execution without a graph hash"
+    assert sum(e["new"] for e in executions) == last[0] == run.meta["final_metrics"]["UncachedCompile"]
+    [log] = (out / "raw").glob("debug.*.log")
+    assert log.stat().st_size < 1 << 20, "the raw log was emptied mid-run: use a shorter script"
+    assert log.read_text().count("Compilation Analysis: Compilation Cause\n") == last[0]
+    if run.meta["mode"] == "diagnose":
+        assert all(e.get("ir_path") for e in executions if e["new"]), "a new program without its IR"

@@ -1,10 +1,10 @@
 """Where did a long run start storming? A linear scan of its steps (`detective bisect-steps`)
 for the first step from which new programs keep coming.
 
-A run *settles* when it goes ``quiet`` steps in a row without a new program. Walking back
-from the last new program, the storm is the stretch of compile steps with no such quiet
-gap between them; its first step is where the growth began, and the first recompile at
-or after the warm-up in that stretch is the one to read.
+A run *settles* when it goes ``quiet`` steps in a row without a new program. Only steps from
+the warm-up on count (the first programs of a run are expected, not a storm). Walking back from
+the last new program, the storm is the stretch of compile steps with no such quiet gap between
+them; its first step is where the growth began, and its first new program is the one to read.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 class StormFinding:
     storming: bool
     steps_recorded: int
+    warmup: int = 0  # steps before this one may compile without counting
     storm_start: int | None = None  # first step of the unbroken compile stretch
     first_recompile_step: int | None = None
     first_recompile: dict | None = None  # the execution event (hash, site, cause)
@@ -29,7 +30,8 @@ class StormFinding:
             return "the run recorded no steps"
         if not self.storming:
             if self.last_new_step is None:
-                return f"no programs were compiled in {self.steps_recorded} steps"
+                return (f"no new programs after warm-up (step {self.warmup} on) "
+                        f"in {self.steps_recorded} steps")
             return (f"no storm: the program count settled after step {self.last_new_step} "
                     f"({self.steps_recorded - 1 - self.last_new_step} quiet steps to the end)")
         lines = [
@@ -47,29 +49,25 @@ class StormFinding:
 
 
 def find_storm(run, quiet: int = 5, warmup: int | None = None) -> StormFinding:
+    """Scan a loaded run's complete steps; ``warmup`` defaults to the run's own."""
     steps = [s for s in run.step_events if s.get("complete", True)]
-    finding = StormFinding(storming=False, steps_recorded=len(steps))
-    if not steps:
-        return finding
-    compiling = [s["step"] for s in steps if s.get("new_programs")]
-    last_step = steps[-1]["step"]
+    warmup = (run.meta.get("warmup") or 0) if warmup is None else warmup
+    finding = StormFinding(storming=False, steps_recorded=len(steps), warmup=warmup)
+    compiling = [s["step"] for s in steps if s.get("new_programs") and s["step"] >= warmup]
     if not compiling:
         return finding
     finding.last_new_step = compiling[-1]
-    if last_step - compiling[-1] >= quiet:
+    if steps[-1]["step"] - compiling[-1] >= quiet:
         finding.settled_at = compiling[-1] + 1
         return finding
     start_index = len(compiling) - 1
     while start_index > 0 and compiling[start_index] - compiling[start_index - 1] <= quiet:
         start_index -= 1
     stretch = compiling[start_index:]
-    warmup = run.meta.get("warmup", 0) if warmup is None else warmup
-    after_warmup = [s for s in stretch if s >= (warmup or 0)] or stretch
     finding.storming = True
-    finding.storm_start = stretch[0]
+    finding.storm_start = finding.first_recompile_step = stretch[0]
     finding.compile_steps = stretch
     finding.programs_in_storm = sum(s["new_programs"] for s in steps if s["step"] in set(stretch))
-    finding.first_recompile_step = after_warmup[0]
-    news = [e for e in run.execution_events if e.get("new") and e.get("step") == after_warmup[0]]
+    news = [e for e in run.execution_events if e.get("new") and e.get("step") == stretch[0]]
     finding.first_recompile = news[0] if news else None
     return finding

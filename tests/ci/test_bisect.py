@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -66,14 +67,34 @@ def clean_state(repo: Path) -> None:
 
 def test_bisect_names_the_commit_that_started_the_storm(repo, tmp_path):
     repo, shas = repo
-    proc = bisect(repo, "--good", shas[0], "--bad", shas[-1], "--after-step", "2", "--out", str(tmp_path / "runs"),
-                  "--", sys.executable, "train.py")
+    proc = bisect(repo, "--good", shas[0], "--bad", shas[-1], "--after-step", "2", "--mode", "diagnose",
+                  "--out", str(tmp_path / "runs"), "--", sys.executable, "train.py")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == f"first bad commit: {shas[2]} slice by the step counter"
     assert "gate FAILED" in proc.stdout and "train.py:9 in <module>" in proc.stdout
-    assert (tmp_path / "runs" / shas[2] / "events.jsonl").exists()
+    first_bad = tmp_path / "runs" / shas[2]
+    assert (first_bad / "events.jsonl").exists()
+    # --mode diagnose: every commit's run recorded the IR of its new programs
+    runs = [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
+    assert len(runs) >= 3 and all(json.loads((d / "run.json").read_text())["mode"] == "diagnose" for d in runs)
+    assert list((first_bad / "graphs").glob("*.txt"))
     clean_state(repo)
+
+
+def test_a_commit_that_crashes_is_skipped(repo, tmp_path):
+    """The test git bisect runs at each commit: a command that crashes is 'skip' (125), never 'bad'."""
+    repo, shas = repo
+    commit(repo, "crash after the loop", **{"train.py": STABLE.format(width=8) + "raise SystemExit(3)\n"})
+    step = [sys.executable, "-m", "detective.ci.bisect_test_commit", "--out-root", str(tmp_path / "runs")]
+    budget = json.dumps({"after_step": 2})
+    proc = subprocess.run([*step, "--budget", budget, "--", sys.executable, "train.py"], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 125, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith(": skip")
+    broken = subprocess.run([*step, "--budget", '{"no_such_field": 1}', "--", "true"], cwd=repo,
+                            capture_output=True, text=True, timeout=60)
+    assert broken.returncode == 125 and "skipping this commit: TypeError" in broken.stderr
 
 
 def test_swapped_endpoints_are_detected(repo):

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from helpers import MOE, PAIRS, REPO, STORMS, Recorded, detective, record, report_json
+from helpers import MOE, PAIRS, REPO, STORMS, Recorded, check_against_torch_xla, detective, record, report_json
 from helpers import REPORT_SCRIPTS as SCRIPTS
 
 from detective.lint.rule import rules_by_code
@@ -37,6 +37,13 @@ def recorded(tmp_path_factory) -> dict[str, Recorded]:
     for name, result in results.items():
         assert result.returncode == 0, f"{name}: {result.stderr}"
     return results
+
+
+@pytest.mark.parametrize("name", ["moe_broken", "moe_fixed", "log_before_sync", "count_mode",
+                                  *(f"{p}_{v}" for p in PAIRS for v in ("broken", "fixed"))])
+def test_counts_agree_with_what_the_script_saw(recorded, name):
+    """The diagnose runs (and the MoE block) recorded what torch_xla's own counters showed."""
+    check_against_torch_xla(recorded[name].out)
 
 
 def recompiles_at(data: dict) -> list[tuple[int, str, str, int]]:

@@ -32,3 +32,6 @@ print(loss.item())
 print(torch.nonzero(lin.weight.detach()).shape)  # a CPU fallback on device data: no execution
 loss = loss * 3
 torch_xla.sync()
+torch_xla.sync()  # nothing pending: not a step
+xm.mark_step()  # nor a second boundary right after another
+print("boundaries done")
