@@ -60,6 +60,11 @@ Execution events of a step come before its step event. Host transfers and fallba
 counted from the previous boundary to this one, so a value read right after a sync counts in
 the next step. Hashes depend on the mode (XLA_IR_DEBUG/XLA_HLO_DEBUG): never compare across runs
 of different modes.
+
+Where they are made (runtime/tracer.py): a step event is assembled in ``Tracer._close_step``, an
+execution event in ``Tracer._execution_event`` (per execution) and ``_block_fields`` (from its
+debug block). A key added there is written as is (the encoders append keys they do not format
+by hand); list it above.
 """
 
 from __future__ import annotations

@@ -370,11 +370,7 @@ class Tracer:
             f'"compile_seconds":{"null" if e["compile_seconds"] is None else repr(e["compile_seconds"])},'
             f'"pid":{e["pid"]},"rank":{"null" if e["rank"] is None else e["rank"]},'
         )
-        if "ir_path" in e:
-            head += f'"ir_path":{json.dumps(e["ir_path"])},'
-        if "cache" in e:
-            head += f'"cache":{json.dumps(e["cache"])},'
-        return head + block.encoded[1:]
+        return head + _extra_fields(e, _EXECUTION_ENCODED) + block.encoded[1:]
 
     @staticmethod
     def _user_frame(frames: list[dict]) -> dict | None:
@@ -438,9 +434,26 @@ def _encode_step(e: dict) -> str:
         f'"compile_seconds":{e["compile_seconds"]!r},"host_transfers":{e["host_transfers"]},'
         f'"fallback_ops":{e["fallback_ops"]},"fallback_counts":{json.dumps(e["fallback_counts"]) if e["fallback_counts"] else "{}"},'
         f'"time":{e["time"]!r},"duration_s":{e["duration_s"]!r},"pid":{e["pid"]},'
-        f'"rank":{"null" if e["rank"] is None else e["rank"]}'
-        + (f',"cache":{json.dumps(e["cache"], separators=(",", ":"))}}}' if "cache" in e else "}")
-    )
+        f'"rank":{"null" if e["rank"] is None else e["rank"]},'
+        + _extra_fields(e, _STEP_ENCODED)
+    )[:-1] + "}"
+
+
+# Fields the encoders above write by hand; any other key of an event (ir_path, cache, ... added
+# where the event is assembled, and listed in record.py's docstring) is appended as JSON.
+_STEP_ENCODED = frozenset({"event", "step", "boundary", "complete", "executions", "compiled", "cached",
+                           "new_programs", "unique_programs", "compile_seconds", "host_transfers", "fallback_ops",
+                           "fallback_counts", "time", "duration_s", "pid", "rank"})
+_EXECUTION_ENCODED = frozenset({"_block", "event", "step", "index", "compiled", "new", "compile_seconds", "pid",
+                                "rank", "graph_hash"})  # graph_hash: with the debug block's fields
+
+
+def _extra_fields(event: dict, encoded: frozenset) -> str:
+    """ '"key":value,' for each key not written by hand (usually none: one set difference)."""
+    extra = event.keys() - encoded
+    if not extra:
+        return ""
+    return "".join(f'{json.dumps(k)}:{json.dumps(event[k], separators=(",", ":"))},' for k in sorted(extra))
 
 
 def _json_bool(value: bool) -> str:
