@@ -98,7 +98,7 @@ def test_config_option_names_the_budget_file(runs, tmp_path):
     config.write_text("[tool.detective.gate]\nafter-step = 2\nmax-new-programs = 50\n")
     assert detective("gate", str(runs["storm"]), cwd=tmp_path).returncode == 2  # no budget anywhere
     lenient = detective("gate", str(runs["storm"]), "--config", str(config), cwd=tmp_path)
-    assert lenient.returncode == 0 and "at most 50 new program(s) from step 2 on" in lenient.stdout
+    assert lenient.returncode == 0 and "at most 50 recompile(s) from step 2 on" in lenient.stdout
     strict = detective("gate", str(runs["storm"]), "--config", str(config), "--max-new-programs", "0", cwd=tmp_path)
     assert strict.returncode == 1  # the command line over the file
     missing = detective("gate", str(runs["storm"]), "--config", str(tmp_path / "absent.toml"), cwd=tmp_path)

@@ -16,8 +16,9 @@ def test_run_warmup_moves_the_late_marks(traced):
     assert result.returncode == 0, result.stderr
     assert load_run(result.out).meta["warmup"] == 4
     assert "warm-up=4 steps" in result.stderr
-    assert sum("<- new after warm-up" in line for line in result.stderr.splitlines()) == 4  # steps 4-7
-    assert "4 new after warm-up (steps 4, 5, 6, 7)" in result.stderr
+    marked = [line.split()[0] for line in result.stderr.splitlines() if line.rstrip().endswith("<- recompile")]
+    assert marked == ["4", "5", "6", "7"]  # a new program in every step; from step 4 on they count
+    assert "after warm-up: 4 recompiles (steps 4-7)" in result.stderr
 
 
 def test_gate_after_step_sets_the_warmup_and_budget_options_apply(traced):
@@ -26,8 +27,8 @@ def test_gate_after_step_sets_the_warmup_and_budget_options_apply(traced):
     assert result.returncode == 1  # 5 new programs from step 3 on, 4 allowed
     root = ET.fromstring(result.stdout[result.stdout.index("<?xml"):])  # after the script's own output
     [failure] = root.findall(".//testcase/failure")
-    assert "5 new program(s) from step 3 on (allowed 4)" in failure.get("message")
-    assert "new after warm-up" not in result.stderr  # --quiet: no table
+    assert "5 recompile(s) from step 3 on (allowed 4)" in failure.get("message")
+    assert "<- recompile" not in result.stderr  # --quiet: no table
 
 
 def test_gate_format_github_on_a_passing_run(traced):
