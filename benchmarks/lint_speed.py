@@ -131,6 +131,12 @@ def run_fixit(fixit: Path, tree: Path) -> float:
     proc = subprocess.run([str(fixit), "lint", str(tree)], cwd=tree, capture_output=True, text=True,
                           check=False)
     elapsed = time.perf_counter() - start
+    # Fixit's exit status is a bit mask: 1 = lint errors found (expected), 2 = a file raised while
+    # being linted. A timing over files Fixit gave up on would flatter our ratio, so refuse it.
+    if proc.returncode < 0 or proc.returncode & ~1:
+        crashed = [line for line in (proc.stdout + proc.stderr).splitlines() if ": EXCEPTION: " in line]
+        sys.exit(f"fixit did not lint the tree cleanly (exit {proc.returncode}, {len(crashed)} files raised): "
+                 f"{(crashed[0] if crashed else proc.stderr.strip()[-500:])}")
     summary = [line for line in proc.stderr.splitlines() if "files" in line]
     print(f"  fixit: {summary[-1].strip() if summary else proc.stderr.strip()[-200:]}")
     return elapsed
