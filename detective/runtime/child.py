@@ -12,6 +12,8 @@ import importlib.util
 import os
 import sys
 
+from detective.runtime.import_hook import ImportHook
+
 ENV_OUT = "DETECTIVE_OUT"
 ENV_MODE = "DETECTIVE_MODE"
 ENV_PARENT = "DETECTIVE_PARENT_PID"  # set by `detective run`: its direct child must have torch_xla
@@ -59,26 +61,6 @@ def versions(torch_xla_module=None) -> dict:
     }
 
 
-class _TorchXlaImportHook:
-    """A meta-path finder that only answers for 'torch_xla', then steps aside."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != "torch_xla":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_trace(module):
-            exec_module(module)
-            _start_tracing(module)
-
-        spec.loader.exec_module = exec_then_trace
-        return spec
-
-
 def activate() -> None:
     out_dir = os.environ.get(ENV_OUT)
     if not out_dir:
@@ -95,7 +77,7 @@ def activate() -> None:
     if os.environ.get(ENV_PARENT) == str(os.getppid()) and importlib.util.find_spec("torch_xla") is None \
             and (backend == "xla" or importlib.util.find_spec("torch") is None):
         _report_missing_torch_xla(out_dir)
-    sys.meta_path.insert(0, _TorchXlaImportHook())
+    ImportHook("torch_xla", _start_tracing).install()
 
 
 def _report_missing_torch_xla(out_dir: str) -> None:

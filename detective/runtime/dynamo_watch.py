@@ -10,7 +10,6 @@ use ``auto_step=False`` and ``detective.step()`` to place the boundary yourself.
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ import warnings
 from datetime import datetime, timezone
 
 from detective.runtime.dynamo import DynamoRecorder
+from detective.runtime.import_hook import ImportHook
 
 BACKENDS = ("auto", "xla", "dynamo")
 ENV_BACKEND = "DETECTIVE_BACKEND"
@@ -79,36 +79,12 @@ def _versions() -> dict:
 
 # -- under `detective run` ------------------------------------------------------------------
 
-class _ImportHook:
-    """A meta-path finder that only answers for one module, then steps aside (as the torch_xla one)."""
-
-    def __init__(self, module: str, on_import):
-        self.module = module
-        self.on_import = on_import
-
-    def find_spec(self, name, path=None, target=None):
-        if name != self.module:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_record(module):
-            exec_module(module)
-            self.on_import()
-
-        spec.loader.exec_module = exec_then_record
-        return spec
-
-
 def arm(out_dir: str, backend: str) -> None:
     """Called by the bootstrap: start recording the moment the script imports torch."""
     if "torch" in sys.modules:
         _start_for_run(out_dir, backend)
     else:
-        sys.meta_path.insert(0, _ImportHook("torch", lambda: _start_for_run(out_dir, backend)))
+        ImportHook("torch", lambda _torch: _start_for_run(out_dir, backend)).install()
 
 
 def _arm_compile_callbacks() -> None:
@@ -118,8 +94,8 @@ def _arm_compile_callbacks() -> None:
         if _Process.recorder is not None:
             _Process.recorder.drain()
         return
-    sys.meta_path.insert(0, _ImportHook("torch._dynamo.callback",
-                                        lambda: _Process.recorder is not None and _Process.recorder.arm()))
+    ImportHook("torch._dynamo.callback",
+               lambda _callback: _Process.recorder is not None and _Process.recorder.arm()).install()
 
 
 def _start_for_run(out_dir: str, backend: str) -> None:
