@@ -131,17 +131,6 @@ def where(item_or_group) -> str:
     return f"{show_path(item_or_group.file)}:{line}" if line is not None else "(library code only)"
 
 
-def _steps_text(steps: list[int]) -> str:
-    runs, start = [], None
-    for i, s in enumerate(steps):
-        if start is None:
-            start = s
-        if i + 1 == len(steps) or steps[i + 1] != s + 1:
-            runs.append(str(start) if start == s else f"{start}-{s}")
-            start = None
-    return ", ".join(runs)
-
-
 def sparkline(values: list[float], width: int = 64) -> str:
     if not values:
         return ""
@@ -264,7 +253,7 @@ def _text_attribution(report: Report) -> list[str]:
             out.append("")
             out.append(f"#{n} {where(group)}" + (f" in {group.function}" if group.function else "")
                        + f" · {', '.join(group.kinds)} · {_plural(len(group.items), 'program')}"
-                       + f" · {group.seconds:.2f} s · step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}")
+                       + f" · {group.seconds:.2f} s · step{'s' if len(group.steps) > 1 else ''} {step_list(group.steps, limit=None)}")
             if group.code:
                 out.append(f"    {group.line} | {group.code}")
             elif group.file and group.line is not None:
@@ -394,7 +383,7 @@ def markdown(report: Report) -> str:
     for group in report.groups:
         out += ["", f"#### `{where(group)}` in `{group.function}` — {', '.join(group.kinds)}, "
                     f"{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
-                    f"step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}"]
+                    f"step{'s' if len(group.steps) > 1 else ''} {step_list(group.steps, limit=None)}"]
         if group.code:
             out += ["", "```python", group.code, "```"]
         feeds = dict(f for item in group.items for f in item.feeds)
@@ -522,7 +511,7 @@ def html_page(report: Report) -> str:
             kinds = "".join(f"<span class='kind'>{e(k)}</span>" for k in group.kinds)
             out.append(f"<h3>#{n} <code>{e(where(group))}</code> in <code>{e(group.function or '?')}</code> {kinds}"
                        f" <span class='muted'>{_plural(len(group.items), 'program')}, {group.seconds:.2f} s, "
-                       f"step{'s' if len(group.steps) > 1 else ''} {_steps_text(group.steps)}</span></h3>")
+                       f"step{'s' if len(group.steps) > 1 else ''} {step_list(group.steps, limit=None)}</span></h3>")
             out.append(_excerpt_html(group.file, group.line) or
                        (f"<pre>{e(group.code)}</pre>" if group.code else
                         "<p class='muted'>source not found (moved, or recorded elsewhere)</p>"))

@@ -91,8 +91,8 @@ def json_report(run) -> dict:
 MAX_LISTED = 12  # step numbers named in one line; a storm lists its first ones
 
 
-def step_list(steps: list[int], limit: int = MAX_LISTED) -> str:
-    """"3, 5-9, 12": runs of consecutive steps as ranges, at most ``limit`` entries."""
+def step_list(steps: list[int], limit: int | None = MAX_LISTED) -> str:
+    """"3, 5-9, 12": runs of consecutive steps as ranges, at most ``limit`` entries (None: all)."""
     runs: list[str] = []
     start = None
     for i, s in enumerate(steps):
@@ -101,8 +101,9 @@ def step_list(steps: list[int], limit: int = MAX_LISTED) -> str:
         if i + 1 == len(steps) or steps[i + 1] != s + 1:
             runs.append(str(start) if start == s else f"{start}-{s}")
             start = None
-    shown = ", ".join(runs[:limit])
-    return shown + (f" and {len(runs) - limit} more" if len(runs) > limit else "")
+    if limit is None or len(runs) <= limit:
+        return ", ".join(runs)
+    return ", ".join(runs[:limit]) + f" and {len(runs) - limit} more"
 
 
 def step_marks(classes, warmup: int | None) -> dict[int, str]:
