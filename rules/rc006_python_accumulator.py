@@ -129,6 +129,20 @@ for step in range(10):
 """,
             line=8,
         ),
+        Invalid(  # accumulated in an inner loop of a step loop: the outer loop decides
+            """
+import torch
+import torch_xla
+
+x = torch.randn(8, device=torch_xla.device())
+for step in range(10):
+    total = 0
+    for chunk in x.split(2):
+        total += chunk.sum()
+    torch_xla.sync()
+""",
+            line=9,
+        ),
     ]
 
     def __init__(self, context):
@@ -163,7 +177,7 @@ for step in range(10):
             for target, message, index, name in pending:
                 self.report(target, message, at_index=index if steps else None, subject=name)
         elif self._loops:  # an inner loop of a step loop: the outer one decides
-            regions = self.context.function.regions
+            regions = self.context.regions.frames[-1]  # this function's open loop regions
             index = regions[-2].current if len(regions) > 1 else -1
             self._loops[-1][1].extend((target, message, index, name) for target, message, _, name in pending)
 
