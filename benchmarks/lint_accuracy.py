@@ -15,10 +15,12 @@ and its line falls in the site's statement (the header of an ``if``/``while``/``
 the whole simple statement), so a multi-line condition reported on any of its lines
 matches.
 
-``benchmarks/lint_accuracy/sample.csv`` holds findings drawn at random from
-whole-repository runs and judged by reading the code; its precision is printed too.
-``--draw-sample N`` draws a fresh sample (fixed ``--seed``) from this run's
-whole-repository findings into a CSV to be judged.
+``benchmarks/lint_accuracy/sample*.csv`` hold findings drawn at random from
+whole-repository runs and judged by reading the code, one file per sample; the precision
+of each sample is printed apart, with the linter commit it was drawn from (samples of
+different linter commits are never pooled). ``--draw-sample N`` draws a fresh sample
+(fixed ``--seed``) from this run's whole-repository findings into a CSV to be judged,
+leaving out findings (repo, path, line, code) already in a sample file.
 
 Exit status: 0 scored, 1 some snapshot missing, drifted or a lint run failed (the rest is
 still scored), 2 nothing could be scored or bad usage.
@@ -44,7 +46,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
-DEFAULT_SAMPLE = HERE / "lint_accuracy" / "sample.csv"
+SAMPLE_DIR = HERE / "lint_accuracy"
+SAMPLE_GLOB = "sample*.csv"
 SETTINGS = ("files", "repo")
 SETTING_TITLES = {"files": "labelled files alone", "repo": "whole repositories"}
 
@@ -315,11 +318,21 @@ def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: d
     return {"table": table, "outcomes": outcomes}
 
 
-def read_sample(path: Path) -> list[dict]:
+def read_sample(path: Path, judged_only: bool = True) -> list[dict]:
+    """Rows of one sample file, each tagged with the file's stem under ``sample``."""
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        return [row for row in csv.DictReader(f) if row.get("judgement")]
+        rows = [dict(row, sample=path.stem) for row in csv.DictReader(f)]
+    return [r for r in rows if r.get("judgement")] if judged_only else rows
+
+
+def sample_groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """Judged rows by (sample file, linter commit): each is one precision figure."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["sample"], row.get("linter_commit") or "")].append(row)
+    return dict(sorted(groups.items()))
 
 
 def sample_precision(rows: list[dict]) -> dict:
@@ -354,12 +367,15 @@ def check_sample_hashes(rows: list[dict], snaps: dict[tuple[str, str], Snapshot]
 
 
 def draw_sample(
-    n: int, seed: int, findings: dict[str, list[dict]], snaps: dict[tuple[str, str], Snapshot], out: Path, linter: dict
+    n: int, seed: int, findings: dict[str, list[dict]], snaps: dict[tuple[str, str], Snapshot], out: Path, linter: dict,
+    exclude: set[tuple[str, str, int, str]] = frozenset(),
 ) -> int:
+    """Draw ``n`` findings at random; ``exclude`` holds (repo, path, line, code) already judged."""
     pool = []
     for (repo, commit), snap in sorted(snaps.items()):
         for f in sorted(findings.get(repo, []), key=lambda f: (f["path"], f["line"], f["code"])):
-            pool.append((repo, commit, snap, f))
+            if (repo, f["path"], f["line"], f["code"]) not in exclude:
+                pool.append((repo, commit, snap, f))
     rng = random.Random(seed)
     chosen = rng.sample(pool, min(n, len(pool)))
     with open(out, "w", newline="") as fh:
@@ -420,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="directory of fetched snapshots (<owner>+<name>/repo)")
     ap.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
-    ap.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="judged random sample of findings")
+    ap.add_argument("--sample", type=Path, action="append",
+                    help=f"judged random sample of findings (repeatable; default: every {SAMPLE_GLOB} in {SAMPLE_DIR})")
     ap.add_argument("--python", default=sys.executable, help="interpreter whose detective is measured")
     ap.add_argument("--settings", default="files,repo", help="files, repo or both (comma-separated)")
     ap.add_argument("--repos", default="", help="only these owner/name (comma-separated)")
@@ -430,9 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print every miss and false positive")
     ap.add_argument("--by-repo", action="store_true", help="also print precision and recall per repository")
     ap.add_argument("--json", type=Path, help="also write the full results as JSON here")
-    ap.add_argument("--draw-sample", type=int, metavar="N", help="write N whole-repository findings drawn at random to --sample-out")
+    ap.add_argument("--draw-sample", type=int, metavar="N", help="write N whole-repository findings drawn at random to --sample-out, leaving out those already in a sample file")
     ap.add_argument("--seed", type=int, default=9)
-    ap.add_argument("--sample-out", type=Path, help="where --draw-sample writes (default: a new file beside --sample)")
+    ap.add_argument("--sample-out", type=Path, help=f"where --draw-sample writes (default: {SAMPLE_DIR}/sample_draw.csv)")
     ap.add_argument("--keep", type=Path, help="check out into this directory and keep it")
     args = ap.parse_args(argv)
 
@@ -450,13 +467,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.draw_sample and "repo" not in settings:
         print("error: --draw-sample needs the repo setting", file=sys.stderr)
         return 2
+    draw_out = args.sample_out or SAMPLE_DIR / "sample_draw.csv"
+    if args.draw_sample and read_sample(draw_out):
+        print(f"error: {draw_out} holds judged findings; --draw-sample would overwrite them (name a new --sample-out)",
+              file=sys.stderr)
+        return 2
     sites = read_manifest(args.manifest)
     if args.repos:
         wanted = set(args.repos.split(","))
         sites = [s for s in sites if s.repo in wanted]
     if args.split:
         sites = [s for s in sites if s.split == args.split]
-    sample_rows = read_sample(args.sample)
+    sample_files = args.sample or sorted(SAMPLE_DIR.glob(SAMPLE_GLOB))
+    sample_rows = [row for p in sample_files for row in read_sample(p)]
     if args.repos:
         sample_rows = [r for r in sample_rows if r["repo"] in wanted]
 
@@ -524,20 +547,26 @@ def main(argv: list[str] | None = None) -> int:
             if args.list:
                 print_outcomes(setting, scored["outcomes"])
 
-        if sample_rows:
-            sp = sample_precision(sample_rows)
-            results["sample"] = sp
-            commits = sorted({short_commit(r.get("linter_commit", "")) for r in sample_rows})
-            print(f"\nrandom sample of whole-repository findings, judged by reading "
-                  f"({len(sample_rows)} findings, linter {', '.join(c or '?' for c in commits)})")
+        results["samples"] = []
+        groups = sample_groups(sample_rows)
+        if groups:
+            print("\nrandom samples of whole-repository findings, judged by reading "
+                  "(one precision per sample and linter commit, never pooled)")
+        for (name, commit), rows in groups.items():
+            sp = sample_precision(rows)
+            seeds = sorted({r.get("seed", "") for r in rows})
+            results["samples"].append({"sample": name, "linter_commit": commit, "seeds": seeds, "table": sp})
+            print(f"\n{name}.csv: {len(rows)} findings, linter {short_commit(commit) or '?'}, seed {', '.join(seeds)}")
             print(f"  {'rule':6} {'prec':>5} {'right':>5} {'wrong':>5} {'unclr':>5}")
             for key in sorted(k for k in sp if k != "all") + ["all"]:
                 r = sp[key]
                 print(f"  {key:6} {fmt(r['precision']):>5} {r['right']:5} {r['wrong']:5} {r['unclear']:5}")
 
         if args.draw_sample:
-            out = args.sample_out or args.sample.with_name("sample_draw.csv")
-            n = draw_sample(args.draw_sample, args.seed, all_findings["repo"], snaps, out, linter)
+            out = draw_out
+            judged = {(r["repo"], r["path"], int(r["line"]), r["code"])
+                      for p in sample_files if p.resolve() != out.resolve() for r in read_sample(p, judged_only=False)}
+            n = draw_sample(args.draw_sample, args.seed, all_findings["repo"], snaps, out, linter, judged)
             print(f"\ndrew {n} findings at random (seed {args.seed}) into {out}: judge each by reading the code")
 
         if problems:
