@@ -52,9 +52,11 @@ class SummaryCache:
         key = hashlib.blake2b(
             f"{linter_fingerprint()}|roots={sorted(roots)}".encode(), digest_size=8
         ).hexdigest()
+        self.key = key
         self.file = directory / f"summaries-{key}.pickle"
         self.results_file = directory / f"results-{key}.pickle"
         self.environment_file = directory / "environment.pickle"  # installed modules, by content
+        self.answers_file = directory / "environment-answers.pickle"  # their answers, by lookups
         self._entries: dict[str, tuple[str, FileSummary]] | None = None
         self._dirty = False
         self.hits = 0
@@ -124,12 +126,31 @@ class SummaryCache:
         return {}
 
     def save_environment(self, store: dict) -> None:
+        self._write(self.environment_file, (_FORMAT, store))
+
+    # Answers about installed classes (Environment.answers) with the lookups they rest on;
+    # the Environment checks those lookups before using them. Tied to this linter build.
+    def environment_answers(self) -> dict | None:
+        try:
+            with open(self.answers_file, "rb") as handle:
+                data = pickle.load(handle)
+            if isinstance(data, tuple) and data[0] == self.key and isinstance(data[1], dict):
+                return data[1]
+        except Exception:  # noqa: BLE001 - any unreadable file is just a miss
+            pass
+        return None
+
+    def save_environment_answers(self, answers: dict) -> None:
+        self._write(self.answers_file, (self.key, answers))
+
+    def _write(self, target: Path, value) -> None:
+        """Atomically replace ``target`` (a read-only cache directory is not an error)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
             with os.fdopen(fd, "wb") as handle:
-                pickle.dump((_FORMAT, store), handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.environment_file)
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, target)
         except OSError:
             pass
 
@@ -154,11 +175,4 @@ class SummaryCache:
         results[key] = value
         while len(results) > 8:  # a few configurations (select, --project) side by side
             results.pop(next(iter(results)))
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(results, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.results_file)
-        except OSError:
-            pass
+        self._write(self.results_file, results)

@@ -2,10 +2,10 @@
 
 Nodes are ``(path, qualname)`` scopes from every FileSummary. Roots are scopes traced
 on their own (compile decorators and targets, nn.Module.forward, step loops,
-configured roots); edges are resolved calls, kept in one networkx DiGraph. The
+configured roots); edges are resolved calls, kept in one :class:`CallGraph`. The
 shortest path from any root gives the chain printed with a finding in a helper.
-networkx is imported only when a graph is built: a run answered whole from the cache
-never pays for it.
+The graph is a plain adjacency dict with a breadth-first search, not networkx: importing
+networkx costs ~0.15 s, a sixth of the pre-commit budget, for two traversals.
 """
 
 from __future__ import annotations
@@ -32,6 +32,63 @@ NON_TENSOR_LIBRARIES = frozenset({
     "itertools", "collections", "functools", "string", "statistics", "decimal", "fractions",
 })
 _MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
+
+
+class CallGraph:
+    """Directed graph as insertion-ordered adjacency dicts (the order networkx keeps)."""
+
+    def __init__(self):
+        self.succ: dict[Node, dict[Node, None]] = {}
+
+    def __contains__(self, node: Node) -> bool:
+        return node in self.succ
+
+    def __iter__(self):
+        return iter(self.succ)
+
+    def add_node(self, node: Node) -> None:
+        self.succ.setdefault(node, {})
+
+    def add_edge(self, caller: Node, callee: Node) -> None:
+        self.succ.setdefault(caller, {})[callee] = None
+        self.succ.setdefault(callee, {})
+
+    @property
+    def edges(self):
+        return [(caller, callee) for caller, callees in self.succ.items() for callee in callees]
+
+    def descendants(self, starts) -> set[Node]:
+        """Everything reachable from ``starts`` (the starts themselves only if on a cycle)."""
+        seen: set[Node] = set()
+        stack = [n for start in starts for n in self.succ.get(start, ())]
+        while stack:
+            node = stack.pop()
+            if node not in seen:
+                seen.add(node)
+                stack.extend(self.succ.get(node, ()))
+        return seen
+
+    def shortest_paths(self, sources) -> dict[Node, list[Node]]:
+        """Breadth-first from ``sources`` in order, successors in insertion order: for each
+        reached node the first shortest path found (the one networkx's
+        ``single_source_shortest_path`` from a virtual source before ``sources`` returns)."""
+        paths: dict[Node, list[Node]] = {}
+        level = []
+        for source in sources:
+            if source not in paths:
+                paths[source] = [source]
+                level.append(source)
+        succ = self.succ
+        while level:
+            following = []
+            for node in level:
+                path = paths[node]
+                for callee in succ.get(node, ()):
+                    if callee not in paths:
+                        paths[callee] = [*path, callee]
+                        following.append(callee)
+            level = following
+        return paths
 
 
 @dataclass
@@ -267,12 +324,10 @@ class Project:
 
     # ------------------------------------------------------------------ graph
     def graph(self):
-        """The call graph (networkx DiGraph, insertion-ordered) and traced roots with reasons."""
+        """The call graph and traced roots with reasons."""
         if self._graph is not None:
             return self._graph
-        import networkx as nx
-
-        edges = nx.DiGraph()
+        edges = CallGraph()
         roots: dict[Node, str] = {}
         for summary in self.files.values():
             path = summary.path
@@ -298,7 +353,8 @@ class Project:
                         # unknown and a few same-named methods: any of them may run.
                         candidates = self.methods_named(call.target.rsplit(".", 1)[1])
                         if 1 < len(candidates) <= _MAX_SAME_NAMED:
-                            edges.add_edges_from((node, c) for c in candidates)
+                            for candidate in candidates:
+                                edges.add_edge(node, candidate)
             for scope_name, ref, reason in summary.compile_targets:
                 class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
                 target = self.resolve(ref.target, summary, class_name)
@@ -324,29 +380,13 @@ class Project:
 
     def reach(self) -> Reach:
         """Shortest chain from some root to every traced scope (breadth-first, roots in order)."""
-        import networkx as nx
-
         graph, roots = self.graph()
-        if not roots:
-            return Reach(roots, {})
-        source = ("", "<roots>")  # one virtual source before every root, in root order
-        graph.add_edges_from((source, root) for root in roots)
-        try:
-            paths = nx.single_source_shortest_path(graph, source)
-        finally:
-            graph.remove_node(source)
-        del paths[source]
-        return Reach(roots, {node: path[1:] for node, path in paths.items()})
+        return Reach(roots, graph.shortest_paths(roots))
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""
-        import networkx as nx
-
         graph, _ = self.graph()
-        reached = set(starts)
-        for start in starts:
-            if start in graph:
-                reached |= nx.descendants(graph, start)
+        reached = set(starts) | graph.descendants(starts)
         return any(tag in scope.tags for path, qualname in reached
                    if (scope := self.files[path].scopes.get(qualname)) is not None)
 
@@ -363,25 +403,17 @@ class Project:
     def called_from_xla(self, path: str, qualname: str) -> bool:
         """Is this scope run by some scope of a file that imports torch_xla?"""
         if self._xla_called is None:
-            import networkx as nx
-
             graph, _ = self.graph()
             starts = [n for n in graph if n[0] in self.files and self.files[n[0]].imports_xla]
-            reached = set(starts)
-            for start in starts:
-                reached |= nx.descendants(graph, start)
-            self._xla_called = reached
+            self._xla_called = set(starts) | graph.descendants(starts)
         return (path, qualname) in self._xla_called
 
     def xla_files(self) -> set[str]:
         """Files that import torch_xla, or are reached from one through imports or calls."""
         if self._xla is not None:
             return self._xla
-        import networkx as nx
-
         calls, _ = self.graph()
-        deps = nx.DiGraph()
-        deps.add_nodes_from(self.files)
+        deps = CallGraph()  # file -> files it imports or calls into
         for summary in self.files.values():
             for dotted in summary.module_imports:
                 target = self.module_file(dotted, summary)
@@ -391,8 +423,7 @@ class Project:
             if callee_path != path:
                 deps.add_edge(path, callee_path)
         found = {path for path, summary in self.files.items() if summary.imports_xla}
-        for path in list(found):
-            found |= nx.descendants(deps, path)
+        found |= deps.descendants(found)
         self._xla = found
         return found
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -229,8 +230,9 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
     if cache is not None:
         raws, result_key = _result_key(files, context_files, config, enabled, cache)
         hit = cache.get_result(result_key)
-        if hit is not None:
-            findings, file_errors, checked, hashes = hit
+        # Findings also rest on installed packages' classes: used only if those are unchanged.
+        if hit is not None and len(hit) == 5 and Environment().valid(hit[4]):
+            findings, file_errors, checked, hashes, _lookups = hit
             light = [FileSummary(path=p, module="", root="", content_hash=h) for p, h in hashes]
             return LintResult(findings=list(findings), errors=errors + list(file_errors),
                               files_checked=checked, summaries=light)
@@ -245,16 +247,19 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
             good.append(summary)
     result.files_checked = sum(1 for s in summaries[:len(files)] if not s.error)
     reported = {s.path for s in summaries[:len(files)]}
-    environment = Environment(store=cache.environment() if cache is not None else None)
+    environment = Environment(store=cache.environment, answers=cache.environment_answers()) \
+        if cache is not None else Environment()
     result.findings = findings_for(good, config, enabled,
                                    report=reported if context_files else None, environment=environment)
     if cache is not None and environment.dirty:
         cache.save_environment(environment.store)
+    if cache is not None and environment.answered:
+        cache.save_environment_answers(environment.answers())
     # Not when a file could not be read or hit a linter bug: that may pass next time.
     if cache is not None and not any(s.error and not s.content_hash for s in summaries):
         cache.put_result(result_key, (
             result.findings, result.errors[len(errors):], result.files_checked,
-            [(s.path, s.content_hash) for s in summaries[:len(files)]],
+            [(s.path, s.content_hash) for s in summaries[:len(files)]], environment.lookups,
         ))
     return result
 
@@ -264,7 +269,7 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
     raws: dict[Path, bytes] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files), config.guess_modules)
+                str(config.base), os.getcwd(), len(files), config.guess_modules, sys.path)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         try:

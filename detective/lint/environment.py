@@ -14,6 +14,12 @@ star import hiding the name, an inheritance cycle, too many hops) resolves to
 ``None``: the caller falls back to its guess. Parsed modules are kept per process and,
 through :class:`~detective.lint.cache.SummaryCache`, on disk keyed by the file's
 content hash.
+
+Answers (``kind``, ``tensor_attrs``) are cached on disk too, with what they were read
+from: every module name looked up, the file it was found in (or none) and that file's
+size and modification time. :meth:`Environment.valid` re-checks those lookups (a few
+``stat`` calls, no reading): a package installed, removed, upgraded or edited, or another
+``sys.path``, drops the cached answers and they are worked out again.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import ast
 import builtins
 import hashlib
 import sys
+import os
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
+from typing import Callable
 
 MODULE = "torch.nn.modules.module.Module"
 FUNCTION = "torch.autograd.function.Function"
@@ -52,20 +60,69 @@ class ModuleRecord:
     stars: list[str] = field(default_factory=list)  # modules imported with *
 
 
-class Environment:
-    """Answers about classes of installed packages; every answer may be None (unknown)."""
+Lookup = tuple  # (path, is_package, st_mtime_ns, st_size) of a module's file, or ()
 
-    def __init__(self, search_path: list[str] | None = None, store: dict | None = None):
+
+class Environment:
+    """Answers about classes of installed packages; every answer may be None (unknown).
+
+    ``store``: parsed modules by path (a dict, or a function that loads it when the first
+    module must be read); ``answers``: an earlier run's :meth:`answers`, used only when
+    :meth:`valid` says nothing they were read from changed."""
+
+    def __init__(self, search_path: list[str] | None = None, store: dict | Callable[[], dict] | None = None,
+                 answers: dict | None = None):
         self.search_path = search_path  # None: sys.path
-        self.store = store if store is not None else {}  # path -> (content hash, ModuleRecord)
-        self.dirty = False
+        self._store = store if store is not None else {}  # path -> (content hash, ModuleRecord)
+        self.dirty = False  # the parsed-module store changed
         self.parsed = 0
         self._modules: dict[str, ModuleRecord | None] = {}
         self._kinds: dict[str, str | None] = {}
+        self._tensor_attrs: dict[str, frozenset[str]] = {}
+        self.lookups: dict[str, Lookup] = {}  # every module name looked up -> where it was found
+        self.answered = 0  # answers worked out (not from ``answers``)
+        if answers and answers.get("path") == self._path() and self.valid(answers.get("lookups", {})):
+            self.lookups.update(answers["lookups"])
+            self._kinds.update(answers["kinds"])
+            self._tensor_attrs.update(answers["tensor_attrs"])
+
+    @property
+    def store(self) -> dict:
+        if callable(self._store):
+            self._store = self._store()
+        return self._store
+
+    def _path(self) -> tuple[str, ...]:
+        return tuple(self.search_path if self.search_path is not None else sys.path)
+
+    def answers(self) -> dict:
+        """What a later run may reuse (see :meth:`valid`); plain data."""
+        return {"path": self._path(), "lookups": dict(self.lookups), "kinds": dict(self._kinds),
+                "tensor_attrs": dict(self._tensor_attrs)}
+
+    def valid(self, lookups: dict[str, Lookup]) -> bool:
+        """Does every module name still resolve to the same, unchanged file (or to none)?"""
+        return all(self._lookup(dotted) == seen for dotted, seen in lookups.items())
+
+    def _lookup(self, dotted: str) -> Lookup:
+        found = self._locate(dotted)
+        if found is None:
+            return ()
+        try:
+            stat = os.stat(found[0])
+        except OSError:
+            return ()
+        return (str(found[0]), found[1], stat.st_mtime_ns, stat.st_size)
 
     # ------------------------------------------------------------------ files
     def module_file(self, dotted: str) -> tuple[Path, bool] | None:
         """(source file, is_package) of an importable module, found without importing."""
+        if dotted not in self.lookups:
+            self.lookups[dotted] = self._lookup(dotted)
+        seen = self.lookups[dotted]
+        return (Path(seen[0]), seen[1]) if seen else None
+
+    def _locate(self, dotted: str) -> tuple[Path, bool] | None:
         top, *rest = dotted.split(".")
         try:
             spec = PathFinder.find_spec(top, self.search_path)
@@ -180,6 +237,7 @@ class Environment:
         self._kinds[dotted] = None  # inheritance cycles end as unknown
         result = self._kind(dotted)
         self._kinds[dotted] = result
+        self.answered += 1
         return result
 
     def _kind(self, dotted: str) -> str | None:
@@ -199,15 +257,21 @@ class Environment:
             unknown = unknown or kind is None
         return None if unknown else "other"
 
-    def tensor_attrs(self, dotted: str, hops: int = 0) -> set[str]:
+    def tensor_attrs(self, dotted: str) -> set[str]:
         """Buffers and parameters the class and its installed bases register."""
+        if dotted not in self._tensor_attrs:
+            self._tensor_attrs[dotted] = frozenset(self._registered(dotted))
+            self.answered += 1
+        return set(self._tensor_attrs[dotted])
+
+    def _registered(self, dotted: str, hops: int = 0) -> set[str]:
         found = self.find_class(dotted) if hops <= _MAX_HOPS else None
         if found is None:
             return set()
         names = set(found[1].tensor_attrs)
         for base in found[1].bases:
             if base and base not in KNOWN:
-                names |= self.tensor_attrs(base, hops + 1)
+                names |= self._registered(base, hops + 1)
         return names
 
 
