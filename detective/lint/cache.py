@@ -10,7 +10,10 @@ last identical run are returned as they were (``get_result``/``put_result``).
 
 One pickle file holds every entry of one linter build and config (loading one file is
 much cheaper than hundreds of small ones); it is replaced atomically, so concurrent
-runs at worst redo work.
+runs at worst redo work. A run that changed few entries (a pre-commit run) writes them to
+a small delta file beside it instead of rewriting the whole file; a run that changed many
+folds the delta back in. Every entry is checked by content hash when read, so a delta
+from another run's main file is at worst a miss.
 """
 
 from __future__ import annotations
@@ -55,9 +58,12 @@ class SummaryCache:
         self.key = key
         self.file = directory / f"summaries-{key}.pickle"
         self.results_file = directory / f"results-{key}.pickle"
+        self.delta_file = directory / f"delta-{key}.pickle"  # entries changed since self.file
         self.environment_file = directory / "environment.pickle"  # installed modules, by content
         self.answers_file = directory / "environment-answers.pickle"  # their answers, by lookups
         self._entries: dict[str, tuple[str, FileSummary]] | None = None
+        self._delta: dict[str, tuple[str, FileSummary]] = {}  # in the delta file, or new
+        self._has_main = False
         self._dirty = False
         self.hits = 0
         self.misses = 0
@@ -68,13 +74,12 @@ class SummaryCache:
 
     def _load(self) -> dict[str, tuple[str, FileSummary]]:
         if self._entries is None:
-            try:
-                with open(self.file, "rb") as handle:
-                    data = pickle.load(handle)
-                self._entries = data if isinstance(data, dict) else {}
-            except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError,
-                    TypeError, ValueError):
-                self._entries = {}
+            self._entries = _read_dict(self.file)
+            self._has_main = self._entries is not None
+            self._entries = self._entries or {}
+            if self._has_main:
+                self._delta = _read_dict(self.delta_file) or {}
+                self._entries.update(self._delta)
         return self._entries
 
     def get(self, key: str, digest: str) -> FileSummary | None:
@@ -87,7 +92,7 @@ class SummaryCache:
 
     def put(self, key: str, digest: str, summary: FileSummary) -> None:
         entries = self._load()
-        entries[key] = (digest, summary)
+        entries[key] = self._delta[key] = (digest, summary)
         self._dirty = True
 
     def save(self) -> None:
@@ -99,15 +104,21 @@ class SummaryCache:
             if not ignore.exists():
                 ignore.write_text("# written by detective lint\n*\n")
             entries = self._entries or {}
+            if self._has_main and len(self._delta) * 8 < len(entries):
+                self._write(self.delta_file, self._delta)  # a few files changed
+                self._dirty = False
+                return
             for key in [k for k in entries if not os.path.exists(k.split("\0", 1)[0])]:
                 del entries[key]  # files deleted or renamed since
-            for stale in [*self.directory.glob("summaries-*.pickle"), *self.directory.glob("results-*.pickle")]:
+            for stale in [*self.directory.glob("summaries-*.pickle"), *self.directory.glob("results-*.pickle"),
+                          *self.directory.glob("delta-*.pickle")]:
                 if stale not in (self.file, self.results_file):
-                    stale.unlink(missing_ok=True)  # another linter build or config
+                    stale.unlink(missing_ok=True)  # another linter build or config, or folded in
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
             with os.fdopen(fd, "wb") as handle:
                 pickle.dump(self._entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.file)
+            self._has_main, self._delta = True, {}
         except OSError:
             pass  # a read-only tree still lints, just without a cache
         self._dirty = False
@@ -176,3 +187,14 @@ class SummaryCache:
         while len(results) > 8:  # a few configurations (select, --project) side by side
             results.pop(next(iter(results)))
         self._write(self.results_file, results)
+
+
+def _read_dict(path: Path) -> dict | None:
+    """A pickled dict, or None when the file is missing or unreadable (just a miss)."""
+    try:
+        with open(path, "rb") as handle:
+            data = pickle.load(handle)
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, TypeError,
+            ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -109,6 +109,8 @@ class Project:
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
         self._class_kind: dict[Node, str | None] = {}
+        self._bases: dict[Node, list[Node]] = {}
+        self._mro: dict[Node, list[Node]] = {}
         self._methods: dict[str, list[Node]] | None = None
         self._returns: dict[tuple[Node, bool], bool] = {}
         self._xla_called: set[Node] | None = None
@@ -195,23 +197,29 @@ class Project:
         return None
 
     def bases(self, cls: Node) -> list[Node]:
-        summary = self.files[cls[0]]
-        found = []
-        for base in summary.classes[cls[1]].bases:
-            resolved = self.resolve_class(base, summary)
-            if resolved is not None and resolved != cls:
-                found.append(resolved)
-        return found
+        found = self._bases.get(cls)
+        if found is None:
+            summary = self.files[cls[0]]
+            found = self._bases[cls] = []
+            for base in summary.classes[cls[1]].bases:
+                resolved = self.resolve_class(base, summary)
+                if resolved is not None and resolved != cls:
+                    found.append(resolved)
+        return list(found)
 
     def mro(self, cls: Node) -> list[Node]:
-        order, stack, seen = [], [cls], set()
-        while stack and len(order) < 64:
-            current = stack.pop(0)
-            if current in seen:
-                continue
-            seen.add(current)
-            order.append(current)
-            stack = self.bases(current) + stack
+        """Project classes in lookup order (memoised: every self.method call walks it)."""
+        order = self._mro.get(cls)
+        if order is None:
+            order, stack, seen = [], [cls], set()
+            while stack and len(order) < 64:
+                current = stack.pop(0)
+                if current in seen:
+                    continue
+                seen.add(current)
+                order.append(current)
+                stack = self.bases(current) + stack
+            self._mro[cls] = order
         return order
 
     def find_method(self, cls: Node, method: str) -> Node | None:

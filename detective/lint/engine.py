@@ -9,7 +9,6 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
-import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -269,7 +268,7 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
     raws: dict[Path, bytes] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files), config.guess_modules, sys.path)
+                str(config.base), os.getcwd(), len(files), config.guess_modules)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         try:

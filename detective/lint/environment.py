@@ -81,7 +81,8 @@ class Environment:
         self._tensor_attrs: dict[str, frozenset[str]] = {}
         self.lookups: dict[str, Lookup] = {}  # every module name looked up -> where it was found
         self.answered = 0  # answers worked out (not from ``answers``)
-        if answers and answers.get("path") == self._path() and self.valid(answers.get("lookups", {})):
+        # Lookups are re-done with this run's search path, so another sys.path is seen too.
+        if answers and self.valid(answers.get("lookups", {})):
             self.lookups.update(answers["lookups"])
             self._kinds.update(answers["kinds"])
             self._tensor_attrs.update(answers["tensor_attrs"])
@@ -92,12 +93,9 @@ class Environment:
             self._store = self._store()
         return self._store
 
-    def _path(self) -> tuple[str, ...]:
-        return tuple(self.search_path if self.search_path is not None else sys.path)
-
     def answers(self) -> dict:
         """What a later run may reuse (see :meth:`valid`); plain data."""
-        return {"path": self._path(), "lookups": dict(self.lookups), "kinds": dict(self._kinds),
+        return {"lookups": dict(self.lookups), "kinds": dict(self._kinds),
                 "tensor_attrs": dict(self._tensor_attrs)}
 
     def valid(self, lookups: dict[str, Lookup]) -> bool:
