@@ -106,3 +106,37 @@ def test_another_sys_path_is_another_environment(site, tmp_path, monkeypatch):
     (shadow / "fw" / "layers.py").write_text(textwrap.dedent(PLAIN_BASE))
     monkeypatch.syspath_prepend(str(shadow))
     assert found() == []
+
+
+def test_a_few_changed_summaries_go_to_a_delta_file_until_many_change(tmp_path, cache_dir):
+    from detective.lint import engine
+
+    for i in range(20):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return x\n")
+    (tmp_path / "train.py").write_text("import torch_xla\nfrom m0 import f0\n\n\n@torch_xla.compile\n"
+                                       "def step(x):\n    return f0(x)\n")
+
+    def run():
+        caches = []
+        original = engine.cache_for
+        engine.cache_for = lambda cfg: caches.append(original(cfg)) or caches[-1]
+        try:
+            result = lint_paths(["."], Config(), use_cache=True)
+        finally:
+            engine.cache_for = original
+        for path in cache_dir.glob("results-*.pickle"):
+            path.unlink()  # always go through the summaries
+        return [(f.path, f.code) for f in result.findings], caches[0].hits, caches[0].misses
+
+    assert run() == ([], 0, 21)
+    (main,) = cache_dir.glob("summaries-*.pickle")
+    written = main.stat().st_mtime_ns
+    (tmp_path / "m0.py").write_text("def f0(x):\n    return x.item()\n")
+    assert run() == ([("m0.py", "RC001")], 20, 1)
+    assert main.stat().st_mtime_ns == written and list(cache_dir.glob("delta-*.pickle"))
+    assert run() == ([("m0.py", "RC001")], 21, 0)  # the delta's entry is read back
+    for i in range(1, 6):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return -x\n")
+    assert run() == ([("m0.py", "RC001")], 16, 5)
+    assert main.stat().st_mtime_ns != written and not list(cache_dir.glob("delta-*.pickle"))
+    assert run() == ([("m0.py", "RC001")], 21, 0)
