@@ -12,10 +12,16 @@ Rows:
   lint 1 proc        detective, no cache, one process
   cold               detective, empty cache, --jobs processes (the cache is written)
   warm               same again, nothing changed (every summary from the cache)
-  warm CLI           `detective lint TREE` as a fresh process (start-up and imports included)
+  warm CLI           `detective lint TREE` as a fresh process (start-up and imports included),
+                     --repeat times: fastest, median and slowest
   pre-commit         5 files changed, `detective lint --project TREE f1..f5` as a fresh
                      process: the 5 are re-analysed, the rest of the project's summaries
-                     come from the cache so chains and XLA reachability stay whole-project
+                     come from the cache so chains and XLA reachability stay whole-project;
+                     --repeat times with a different edit each time (so never a whole-result
+                     hit), wall and CPU seconds
+  environment        in process, the cross-file pass over the tree's summaries with
+                     installed-base resolution from scratch, with parsed installed modules
+                     cached, and with its answers cached (what a warm or pre-commit run does)
   fixit (--vs fixit) `fixit lint TREE` (Fixit 2.2.1, its default rules and its own process
                      pool), installed on first use into a throwaway virtualenv under
                      ~/.cache/detective-bench/ (never a dependency of this project)
@@ -25,7 +31,8 @@ Rows:
                      never imported), linted cold as a CLI with guess-modules = false: with the
                      package on the path (bases followed to nn.Module through its source) and
                      without it (nothing resolves, nothing is found); the difference is what
-                     environment resolution costs
+                     environment resolution costs. Then one file edited (answers cached), and
+                     the in-process environment rows above for these files
 
 Targets on a 2-core machine: cold >= 8x Fixit's lines/s, warm >= 20x faster than cold,
 pre-commit under 1 s.
@@ -38,6 +45,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,7 +56,9 @@ from pathlib import Path
 import libcst
 
 from detective.lint.config import Config
-from detective.lint.engine import discover, lint_paths
+from detective.lint.engine import discover, findings_for, lint_paths, summarise
+from detective.lint.environment import Environment
+from detective.lint.rule import expand_selectors
 
 DEFAULT_SUBTREES = ("nn", "optim", "distributed", "ao", "_dynamo")
 FIXIT_VERSION = "2.2.1"
@@ -106,14 +116,59 @@ def timed_lint(tree: Path, jobs: int, use_cache: bool) -> tuple[float, object]:
     return time.perf_counter() - start, result
 
 
+def children_cpu() -> float:
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return kids.ru_utime + kids.ru_stime
+
+
 def timed_cli(args: list[str], cwd: Path, env: dict) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
+    elapsed, _cpu, proc = timed_cli_cpu(args, cwd, env)
+    return elapsed, proc
+
+
+def timed_cli_cpu(args: list[str], cwd: Path, env: dict) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall and CPU seconds of one ``detective lint`` process."""
+    cpu0, start = children_cpu(), time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "detective", "lint", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, children_cpu() - cpu0
     if proc.returncode not in (0, 1):
         sys.exit(f"detective lint failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return elapsed, proc
+    return elapsed, cpu, proc
+
+
+def spread(values: list[float]) -> str:
+    """fastest / median / slowest of repeated timings."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return f"{ordered[0]:.3f} s"
+    return (f"{ordered[0]:.3f} / {statistics.median(ordered):.3f} / {ordered[-1]:.3f} s "
+            f"(fastest / median / slowest of {len(ordered)})")
+
+
+def environment_cost(label: str, summaries: list, config: Config, search_path: list[str] | None = None) -> None:
+    """The cross-file pass in process, with installed-base resolution from scratch, from
+    parsed modules, and from cached answers: the differences are what resolution costs."""
+    enabled = expand_selectors(config.select)
+    good = [s for s in summaries if not s.error]
+
+    def cross_file(make_environment) -> tuple[float, Environment, list]:
+        start = time.perf_counter()
+        environment = make_environment()
+        found = findings_for(good, config, enabled, environment=environment)
+        return time.perf_counter() - start, environment, found
+
+    cross_file(lambda: Environment(search_path=search_path))  # warm-up: file system, lazy imports
+    scratch_s, fresh, found = cross_file(lambda: Environment(search_path=search_path))
+    store_s, _, again = cross_file(lambda: Environment(search_path=search_path, store=dict(fresh.store)))
+    answers_s, reused, last = cross_file(lambda: Environment(search_path=search_path, store=dict(fresh.store),
+                                                             answers=fresh.answers()))
+    assert found == again == last, "environment caches changed the findings"
+    assert reused.answered == 0, "cached answers were not used"
+    print(f"environment ({label}): cross-file pass {answers_s:.3f} s with answers cached "
+          f"({len(fresh.lookups)} module lookups re-checked); resolution adds "
+          f"{scratch_s - answers_s:+.3f} s from scratch ({fresh.parsed} installed modules parsed), "
+          f"{store_s - answers_s:+.3f} s with parsed modules cached", flush=True)
 
 
 def ensure_fixit(venv_dir: Path) -> Path:
@@ -177,6 +232,18 @@ def installed_bases(scratch: Path, env: dict, files: int = 120) -> None:
         print(f"  cold CLI, {label:<32} {seconds:8.3f} s  {found} findings (of {files})", flush=True)
         again, _ = timed_cli(["--format", "json", "."], tree, run_env)
         print(f"  warm CLI, {label:<32} {again:8.3f} s", flush=True)
+        edited = tree / "model_0.py"
+        original = edited.read_bytes()
+        try:
+            edited.write_bytes(original + b"# edited\n")
+            one, _ = timed_cli(["--format", "json", "."], tree, run_env)
+        finally:
+            edited.write_bytes(original)
+        print(f"  1 file edited, {label:<27} {one:8.3f} s  (summaries and installed answers cached)",
+              flush=True)
+    summaries = summarise(sorted(tree.glob("*.py")), Config(guess_modules=False))
+    environment_cost("transformers bases", summaries, Config(guess_modules=False),
+                     search_path=[str(site), *sys.path])
 
 
 def main() -> None:
@@ -188,6 +255,7 @@ def main() -> None:
     parser.add_argument("--skip-single", action="store_true", help="skip the one-process lint row")
     parser.add_argument("--installed-bases", action="store_true",
                         help="also time a cold run over files subclassing transformers classes")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of the warm CLI and pre-commit rows")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="detective-bench-"))
@@ -221,21 +289,29 @@ def main() -> None:
         first_cli_s, _ = timed_cli([str(tree)], tree, env)
         row("detective warm (CLI, 1st)", first_cli_s,
             f"{cold_s / first_cli_s:.1f}x faster than cold (summaries cached, graph rebuilt)")
-        cli_s, _ = timed_cli([str(tree)], tree, env)
-        row("detective warm (CLI process)", cli_s, f"{cold_s / cli_s:.1f}x faster than cold (nothing changed)")
+        warm_cli = [timed_cli([str(tree)], tree, env)[0] for _ in range(args.repeat)]
+        cli_s = statistics.median(warm_cli)
+        print(f"{'detective warm (CLI process)':<30} {spread(warm_cli)}  nothing changed; median "
+              f"{cold_s / cli_s:.1f}x faster than cold", flush=True)
 
         changed = sorted(files, key=lambda p: p.stat().st_size)[len(files) // 2:][:5]
         originals = {p: p.read_bytes() for p in changed}
+        pre_wall, pre_cpu = [], []
         try:
-            for path in changed:
-                path.write_bytes(originals[path] + b"\n# edited\n")
-            pre_s, proc = timed_cli(["--project", str(tree), *map(str, changed)], tree, env)
+            for run in range(args.repeat):
+                for path in changed:  # a new edit each run: re-analysed, never a whole-result hit
+                    path.write_bytes(originals[path] + f"\n# edited {run}\n".encode())
+                wall, cpu, _ = timed_cli_cpu(["--project", str(tree), *map(str, changed)], tree, env)
+                pre_wall.append(wall)
+                pre_cpu.append(cpu)
         finally:
             for path, data in originals.items():
                 path.write_bytes(data)
         changed_lines = sum(data.count(b"\n") for data in originals.values())
-        print(f"{'pre-commit: 5 changed files':<30} {pre_s:8.3f} s  ({changed_lines:,} lines changed, "
+        print(f"{'pre-commit: 5 changed files':<30} {spread(pre_wall)}  ({changed_lines:,} lines changed, "
               f"{len(files)} files of project context; target < 1 s)", flush=True)
+        print(f"{'pre-commit CPU time':<30} {spread(pre_cpu)}", flush=True)
+        environment_cost("linted tree", cold.summaries, Config())
 
         if args.installed_bases:
             installed_bases(scratch, env)

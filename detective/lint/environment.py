@@ -80,6 +80,7 @@ class Environment:
         self._kinds: dict[str, str | None] = {}
         self._tensor_attrs: dict[str, frozenset[str]] = {}
         self.lookups: dict[str, Lookup] = {}  # every module name looked up -> where it was found
+        self._tops: dict[str, tuple | None] = {}  # top-level package -> (origin, search locations)
         self.answered = 0  # answers worked out (not from ``answers``)
         # Lookups are re-done with this run's search path, so another sys.path is seen too.
         if answers and self.valid(answers.get("lookups", {})):
@@ -110,7 +111,7 @@ class Environment:
             stat = os.stat(found[0])
         except OSError:
             return ()
-        return (str(found[0]), found[1], stat.st_mtime_ns, stat.st_size)
+        return (found[0], found[1], stat.st_mtime_ns, stat.st_size)
 
     # ------------------------------------------------------------------ files
     def module_file(self, dotted: str) -> tuple[Path, bool] | None:
@@ -120,38 +121,41 @@ class Environment:
         seen = self.lookups[dotted]
         return (Path(seen[0]), seen[1]) if seen else None
 
-    def _locate(self, dotted: str) -> tuple[Path, bool] | None:
+    def _locate(self, dotted: str) -> tuple[str, bool] | None:
         top, *rest = dotted.split(".")
-        try:
-            spec = PathFinder.find_spec(top, self.search_path)
-        except (ImportError, ValueError, OSError):
+        if top not in self._tops:
+            try:
+                spec = PathFinder.find_spec(top, self.search_path)
+            except (ImportError, ValueError, OSError):
+                spec = None
+            self._tops[top] = None if spec is None else (spec.origin, list(spec.submodule_search_locations or []))
+        found = self._tops[top]
+        if found is None:
             return None
-        if spec is None:
-            return None
-        locations = list(spec.submodule_search_locations or [])
+        origin, locations = found
         if not locations:
-            origin = spec.origin
-            return (Path(origin), False) if not rest and origin and origin.endswith(".py") else None
+            return (origin, False) if not rest and origin and origin.endswith(".py") else None
+        join, isdir, isfile = os.path.join, os.path.isdir, os.path.isfile
         if not rest:
-            init = Path(locations[0]) / "__init__.py"
-            return (init, True) if init.is_file() else None
+            init = join(locations[0], "__init__.py")
+            return (init, True) if isfile(init) else None
         for index, part in enumerate(rest):
             last = index == len(rest) - 1
-            found = None
+            package = None
             for location in locations:
-                package = Path(location) / part
-                if package.is_dir():
-                    found = package
+                candidate = join(location, part)
+                if isdir(candidate):
+                    package = candidate
                     break
-                module = Path(location) / f"{part}.py"
-                if module.is_file():
+                module = candidate + ".py"
+                if isfile(module):
                     return (module, False) if last else None
-            if found is None:
+            if package is None:
                 return None
             if last:
-                init = found / "__init__.py"
-                return (init, True) if init.is_file() else None
-            locations = [str(found)]
+                init = join(package, "__init__.py")
+                return (init, True) if isfile(init) else None
+            locations = [package]
         return None
 
     def _may_define(self, dotted: str, name: str) -> bool:
