@@ -18,6 +18,7 @@ from another run's main file is at worst a miss.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -74,7 +75,12 @@ class SummaryCache:
 
     def _load(self) -> dict[str, tuple[str, FileSummary]]:
         if self._entries is None:
-            self._entries = _read_dict(self.file)
+            gc.disable()  # a collection per few hundred new objects would walk every one so far
+            try:
+                self._entries = _read_dict(self.file)
+            finally:
+                gc.enable()
+            gc.freeze()  # long-lived: later collections in this run skip them
             self._has_main = self._entries is not None
             self._entries = self._entries or {}
             if self._has_main:

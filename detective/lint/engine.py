@@ -100,18 +100,27 @@ def _absolute(path: Path) -> Path:
 
 
 def module_name(path: Path) -> tuple[str, str, bool]:
+    return _facts(path)[1:4]
+
+
+def display_path(path: Path) -> str:
+    return _facts(path)[4]
+
+
+def _facts(path: Path) -> tuple[str, str, str, bool, str]:
+    """(absolute path, module, root, is_package, path as shown): one resolve per file."""
     absolute = _absolute(path)
     parts, root = _package_parts(absolute.parent)
     is_package = absolute.stem == "__init__"
     name = ".".join(parts if is_package else (*parts, absolute.stem.split(".")[0]))
-    return name or absolute.stem, root, is_package
-
-
-def display_path(path: Path) -> str:
-    try:
-        return _absolute(path).relative_to(_resolved_dir(os.getcwd())).as_posix()
-    except ValueError:
-        return path.as_posix()
+    text, here = str(absolute), str(_resolved_dir(os.getcwd()))
+    if text.startswith(here) and text[len(here):len(here) + 1] == os.sep:
+        shown = text[len(here) + 1:]
+    elif here == os.sep and text.startswith(os.sep):
+        shown = text[1:]
+    else:
+        shown = path.as_posix()
+    return text, name or absolute.stem, root, is_package, shown
 
 
 def _summarise_file(job: tuple) -> FileSummary:
@@ -162,25 +171,26 @@ def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
 
 
 def summarise(files: list[Path], config: Config, jobs: int | None = None,
-              cache: SummaryCache | None = None, raws: dict[Path, bytes] | None = None) -> list[FileSummary]:
-    """One summary per file, in order: from the cache when the content is unchanged."""
+              cache: SummaryCache | None = None, read: dict[Path, tuple] | None = None) -> list[FileSummary]:
+    """One summary per file, in order: from the cache when the content is unchanged.
+    ``read``: what :func:`_result_key` already knows of a file (bytes, hash, ``_facts``)."""
     roots = tuple(config.roots)
     summaries: list[FileSummary | None] = [None] * len(files)
     work, slots, keys = [], [], []
+    read = read or {}
     for index, path in enumerate(files):
-        module, root, is_package = module_name(path)
-        shown = display_path(path)
-        raw = None
+        raw, digest, facts = read.get(path) or (None, None, _facts(path))
+        absolute, module, root, is_package, shown = facts
         if cache is not None:
             try:
-                raw = raws[path] if raws is not None and path in raws else path.read_bytes()
+                raw = raw if raw is not None else path.read_bytes()
             except OSError:
                 raw = None
             if raw is not None:
                 # Keyed by the absolute path: the same file run from another directory
                 # is the same entry; only the path it is shown as differs.
-                key = SummaryCache.entry_key(str(_absolute(path)), module, root, is_package)
-                cached = cache.get(key, content_hash(raw))
+                key = SummaryCache.entry_key(absolute, module, root, is_package)
+                cached = cache.get(key, digest or content_hash(raw))
                 if cached is not None:
                     if cached.path != shown:
                         cached = replace(cached, path=shown)
@@ -224,10 +234,10 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
         extra, _ = discover(project, config)
         context_files = [f for f in extra if _absolute(f) not in named]
     cache = cache_for(config) if use_cache else None
-    raws: dict[Path, bytes] | None = None
+    read: dict[Path, tuple] | None = None
     result_key = None
     if cache is not None:
-        raws, result_key = _result_key(files, context_files, config, enabled, cache)
+        read, result_key = _result_key(files, context_files, config, enabled, cache)
         hit = cache.get_result(result_key)
         # Findings also rest on installed packages' classes: used only if those are unchanged.
         if hit is not None and len(hit) == 5 and Environment().valid(hit[4]):
@@ -235,7 +245,7 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
             light = [FileSummary(path=p, module="", root="", content_hash=h) for p, h in hashes]
             return LintResult(findings=list(findings), errors=errors + list(file_errors),
                               files_checked=checked, summaries=light)
-    summaries = summarise(files + context_files, config, jobs, cache, raws=raws)
+    summaries = summarise(files + context_files, config, jobs, cache, read=read)
     result = LintResult(errors=errors, summaries=summaries[:len(files)])
     good = []
     for position, summary in enumerate(summaries):
@@ -264,21 +274,25 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
 
 
 def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache):
-    """Everything a run's findings depend on, hashed; and the files' bytes, read once."""
-    raws: dict[Path, bytes] = {}
+    """Everything a run's findings depend on, hashed; and what was read on the way, per file:
+    (bytes, content hash, ``_facts``), so that nothing is read, hashed or resolved twice."""
+    read: dict[Path, tuple] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
                 str(config.base), os.getcwd(), len(files), config.guess_modules)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
+        facts = _facts(path)
         try:
-            raw = raws[path] = path.read_bytes()
+            raw = path.read_bytes()
             content = content_hash(raw)
+            read[path] = (raw, content, facts)
         except OSError:
             content = "unreadable"
-        module, root, is_package = module_name(path)
-        digest.update(f"{_absolute(path)}\0{module}\0{root}\0{is_package}\0{content}\n".encode())
-    return raws, digest.hexdigest()
+            read[path] = (None, None, facts)
+        absolute, module, root, is_package, _shown = facts
+        digest.update(f"{absolute}\0{module}\0{root}\0{is_package}\0{content}\n".encode())
+    return read, digest.hexdigest()
 
 
 def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str],
