@@ -22,6 +22,12 @@ class HostSync(Rule):
     `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")`, `float(t)`/`int(t)`/`bool(t)`
     of a tensor, `torch.equal`/`allclose`, and printing or formatting a tensor.
 
+    A read of a tensor made on the CPU in the same function (`torch.zeros(n)`,
+    `torch.tensor(x.size())` with no `device=`), and `.numpy()` (which raises on a device
+    tensor, so working code calls it on CPU tensors) are reported as `info` (hidden by default):
+    it syncs no device on XLA, though under torch.compile it still breaks the graph; its
+    `.cpu()` copies nothing and is not reported.
+
     ## Why is this bad?
     torch_xla traces lazily. A host read forces the pending graph to be compiled and
     executed right there (torch_xla reports the cause as "most likely user code trying to
@@ -53,7 +59,7 @@ import torch
 import torch_xla
 
 for step in range(10):
-    loss = (torch.ones(3) * step).sum()
+    loss = (torch.ones(3, device=torch_xla.device()) * step).sum()
     torch_xla.sync()
     print(loss.item())  # after the sync: the value is already computed
 """
@@ -121,15 +127,58 @@ class Net(torch.nn.Module):
         return x
 """,
         ),
+        Valid(
+            """
+import torch
+
+class Group(torch.nn.Module):
+    def forward(self, x):
+        uid = torch.zeros([8], dtype=torch.int8).cpu()  # a CPU tensor's .cpu() copies nothing
+        return x + uid.sum()
+""",
+        ),
+        Valid(
+            """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,))  # made on the CPU: its read is "info", not shown by default
+        return x[:, :4] * idx.max().item()
+""",
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,))
+        return x[:, :4] * idx.max().item()  # no device sync on XLA, a graph break under torch.compile
+""",
+            line=7,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,)).to(x.device)  # moved to the device: a real sync
+        return x[:, :4] * idx.max().item()
+""",
+            line=7,
+        ),
         Invalid(
             """
 import torch
 import torch_xla
 
 for step in range(10):
-    loss = (torch.ones(3) * step).sum()
+    loss = (torch.ones(3, device=torch_xla.device()) * step).sum()
     print(loss.item())
     torch_xla.sync()
 """,
@@ -263,12 +312,17 @@ class Head(PreTrainedModel):
             return  # x.cpu().numpy(), toks.tolist() with toks from a .cpu() copy: already on the host
         method = T.call_method_name(node)
         if method in HOST_READ_METHODS and not node.args:
+            # .numpy() raises on a device tensor: where the code works, the tensor is on the CPU.
+            cpu = method == "numpy" or context.made_on_cpu(func.value)
+            if cpu and method == "cpu":
+                return  # a CPU tensor's .cpu() copies nothing
             # A receiver bound from NumPy or from a helper returning a Python value vetoes it.
             context.weigh_receiver(func.value)
-            self.report(node, f"`.{method}()` reads a tensor value on the host", subject=f".{method}()")
+            self._report(node, f"`.{method}()` reads a tensor value on the host", f".{method}()", cpu)
             return
         if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):
-            self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
+            if not context.made_on_cpu(func.value):
+                self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
             return
         dotted = context.resolve(func)
         if method in BOOL_READS and (
@@ -281,25 +335,38 @@ class Head(PreTrainedModel):
             if func.value in {"min", "max"} and len(node.args) > 1 and any(
                 context.is_tensor(a.value) for a in node.args
             ):
-                self.report(node, f"`{func.value}()` with a tensor operand compares tensor values on the host",
-                            subject=f"{func.value}()")
+                cpu = all(context.made_on_cpu(a.value) for a in node.args if context.is_tensor(a.value))
+                self._report(node, f"`{func.value}()` with a tensor operand compares tensor values on the host",
+                             f"{func.value}()", cpu)
             elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value) \
                     and not context.on_host(node.args[0].value):
-                self.report(node, f"`{func.value}()` of a tensor reads its value on the host",
-                            subject=f"{func.value}()")
-            elif func.value == "print" and any(
-                context.is_tensor(a.value) for a in node.args if not isinstance(a.value, cst.FormattedString)
-            ):
-                self.report(node, "printing a tensor reads its value on the host")
+                self._report(node, f"`{func.value}()` of a tensor reads its value on the host",
+                             f"{func.value}()", context.made_on_cpu(node.args[0].value))
+            elif func.value == "print":
+                shown = [a.value for a in node.args
+                         if not isinstance(a.value, cst.FormattedString) and context.is_tensor(a.value)]
+                if shown:
+                    self._report(node, "printing a tensor reads its value on the host", "",
+                                 all(context.made_on_cpu(a) for a in shown))
+
+    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool) -> None:
+        """A read of a tensor made on the CPU syncs no device on XLA: info, saying why."""
+        if cpu:
+            message += T.CPU_NOTE
+        self.report(node, message, subject=subject, severity="info" if cpu else "warning")
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
-        if self.context.reads_in_operator(node) and not self.context.after_sync():
-            self.report(node, "`in` on a tensor (`Tensor.__contains__`) reads its values on the host",
-                        subject="in")
+        context = self.context
+        if context.reads_in_operator(node) and not context.after_sync():
+            cpu = all(context.made_on_cpu(t.comparator) for t in node.comparisons
+                      if isinstance(t.operator, (cst.In, cst.NotIn)))
+            self._report(node, "`in` on a tensor (`Tensor.__contains__`) reads its values on the host", "in", cpu)
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
-        if self.context.is_tensor(node.expression) and not self.context.after_sync():
-            self.report(node, "formatting a tensor in an f-string reads its value on the host")
+        context = self.context
+        if context.is_tensor(node.expression) and not context.after_sync():
+            self._report(node, "formatting a tensor in an f-string reads its value on the host", "",
+                         context.made_on_cpu(node.expression))
 
 
 def _is_cpu_device(value: cst.BaseExpression, context) -> bool:

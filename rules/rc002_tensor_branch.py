@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
+
 from detective.lint.rule import Invalid, Rule, Valid
 
 
@@ -157,12 +159,37 @@ class Net(torch.nn.Module):
 """,
             line=9,
         ),
+        Invalid(
+            """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        size = torch.tensor(x.size())  # made on the CPU (no device)
+        if (size > 8).any():  # info: no device sync on XLA, a graph break under torch.compile
+            x = x[:8]
+        return x
+""",
+            line=7,
+            severity="info",
+        ),
     ]
 
     def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
         if self.context.reads_tensor_value(test) and not self.context.after_sync():
-            self.report(node, f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph",
-                        subject=what)
+            message = f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph"
+            cpu = self._on_cpu(test)
+            self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=what,
+                        severity="info" if cpu else "warning")
+
+    def _on_cpu(self, test: cst.BaseExpression) -> bool:
+        """Every tensor the test reads was made on the CPU in this function."""
+        if isinstance(test, cst.BooleanOperation):
+            sides = [s for s in (test.left, test.right) if self.context.reads_tensor_value(s)]
+            return bool(sides) and all(self._on_cpu(s) for s in sides)
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._on_cpu(test.expression)
+        return self.context.made_on_cpu(test)
 
     def visit_If(self, node: cst.If) -> None:
         self._check(node.test, node.test, "if")

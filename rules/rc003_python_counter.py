@@ -19,7 +19,9 @@ class PythonCounter(Rule):
     number or a host read (`int(...)`, `.item()`). Buffers and parameters
     (`register_buffer`, `nn.Parameter`, attributes assigned tensors) are not flagged.
     Counters bumped in a plain training loop (`self.global_step += 1` in `Trainer.fit`)
-    are left alone unless the method itself is traced.
+    are left alone unless the method itself is traced, and so are tallies in `__init__` and
+    on objects that are not modules (a data structure built per call keeps no state
+    across traced calls).
 
     ## Why is this bad?
     A Python value that flows into the trace is a constant of the graph. Each new value
@@ -56,6 +58,26 @@ class PythonCounter(Rule):
     """
 
     VALID = [
+        Valid(
+            """
+import torch
+
+class Spans:  # a plain object built per call: its tally is no graph state
+    def __init__(self, seqs):
+        self.total = 0
+        for s in seqs:
+            self.total += len(s)
+
+    def add(self, s):
+        self.total += len(s)
+
+class Net(torch.nn.Module):
+    def forward(self, x, seqs):
+        spans = Spans(seqs)
+        spans.add(seqs[0])
+        return x
+"""
+        ),
         Valid(
             """
 import torch
@@ -136,8 +158,14 @@ class Block(torch.nn.Module):
         scope = summary.scopes.get(candidate.scope)
         if scope is None or scope.class_name not in summary.classes:
             return True
+        cls = (summary.path, scope.class_name)
+        # State kept across traced calls lives on a module; a tally on a plain object
+        # (built anew per call, a data structure) never reaches a graph.
+        kind = project.class_kind(cls)
+        if kind != "module" and not (kind is None and project.find_method(cls, "forward") is not None):
+            return False
         attr = candidate.subject.removeprefix("self.")
-        return attr not in project.tensor_attrs((summary.path, scope.class_name))
+        return attr not in project.tensor_attrs(cls)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         attr = _self_attr(node.target)
@@ -158,7 +186,8 @@ class Block(torch.nn.Module):
 
     def _remember(self, node, attr: str, numeric: bool) -> None:
         cls = self.context.cls
-        if cls is not None:
+        # In a constructor the object is new: a tally there is set-up, not a per-call counter.
+        if cls is not None and self.context.scope.qualname.rsplit(".", 1)[-1] not in {"__init__", "__post_init__"}:
             self._pending.append((node, attr, numeric, self.context.scope.qualname, cls))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:

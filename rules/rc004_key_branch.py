@@ -51,6 +51,18 @@ class KeyBranch(Rule):
             """
 import torch
 
+class Memory(torch.nn.Module):
+    def forward(self, x, state):
+        if state.get("memory_banks", None) is None:
+            state["memory_banks"] = []  # fills the key it lacked: one key set from here on
+        state["memory_banks"].append(x)
+        return x
+"""
+        ),
+        Valid(
+            """
+import torch
+
 def canonicalize(batch):
     if "mask" not in batch:            # outside any traced region: fine
         batch["mask"] = torch.ones_like(batch["x"])
@@ -131,20 +143,71 @@ class Net(torch.nn.Module):
 """,
             line=6,
         ),
+        Invalid(
+            """
+import torch
+
+def duplicate(sample):
+    inner = sample["net_input"] if "net_input" in sample else sample  # the branch that forks
+    for k, v in inner.items():
+        inner[k] = torch.cat([v, v])
+    if "net_input" in sample:  # the same key again: same answer, no new graph, not reported
+        sample["net_input"] = inner
+    else:
+        sample = inner
+    return sample
+
+class Criterion(torch.nn.Module):
+    def forward(self, model, sample):
+        return model(**duplicate(sample))
+""",
+            line=5,
+        ),
     ]
 
     def _check(self, test: cst.BaseExpression) -> None:
         key = self._key_test(test)
         if key is not None:
             container, name = key
+            # The same key tested again in this function forks no new graph: its answer
+            # is the first test's (a write-back `if "k" in batch:` after the real branch).
+            seen = (self.context.scope.qualname, container, name)
+            if seen in self._tested:
+                return
+            self._tested.add(seen)
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
                 subject=container,
             )
 
+    def __init__(self, context):
+        super().__init__(context)
+        self._tested: set[tuple[str, str, str]] = set()
+
     def visit_If(self, node: cst.If) -> None:
+        if self._fills_missing_key(node):
+            return
         self._check(node.test)
+
+    def _fills_missing_key(self, node: cst.If) -> bool:
+        """``if state.get("k") is None: state["k"] = []``: the branch gives the mapping the key
+        it lacked (setdefault), so later code sees one key set, not a new one per batch."""
+        key = self._key_test(node.test)
+        if key is None or node.orelse is not None or not _tests_absence(node.test):
+            return False
+        container, name = key
+        for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Subscript) and T.literal_string(
+                            t.target.slice[0].slice.value if isinstance(t.target.slice[0].slice, cst.Index) else None
+                        ) == name and self._data_mapping(t.target.value) == container
+                        for t in small.targets
+                    ):
+                        return True
+        return False
 
     def visit_While(self, node: cst.While) -> None:
         self._check(node.test)
@@ -204,3 +267,15 @@ class Net(torch.nn.Module):
                 and "out" not in node.value.lower():  # encoder_out, net_output: results, not inputs
             return node.value + "".join(f"[{k!r}]" for k in reversed(keys))
         return None
+
+
+def _tests_absence(test: cst.BaseExpression) -> bool:
+    """``"k" not in m``, ``m.get("k") is None``, ``not m.get("k")``: true when the key is missing."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return isinstance(test.expression, cst.Call)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = test.comparisons[0].operator
+        return isinstance(op, cst.NotIn) or (
+            isinstance(op, cst.Is) and isinstance(test.comparisons[0].comparator, cst.Name)
+            and test.comparisons[0].comparator.value == "None")
+    return False

@@ -147,6 +147,19 @@ class MoE(torch.nn.Module):
 """,
             line=12,
         ),
+        Invalid(
+            """
+import torch
+
+class Negatives(torch.nn.Module):
+    def forward(self, y, high: int):
+        idx = torch.randint(low=0, high=high, size=(4, 8))  # made on the CPU
+        idx[idx >= 3] += 1  # info: the dynamic shape never reaches an XLA graph
+        return y[..., idx.view(-1)]
+""",
+            line=7,
+            severity="info",
+        ),
     ]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
@@ -155,8 +168,8 @@ class MoE(torch.nn.Module):
             index = element.slice
             if isinstance(index, cst.Index) and context.is_mask(index.value):
                 if context.is_tensor(node.value) or _unknown_receiver(node.value):
-                    self.report(node, "boolean-mask indexing: the result's length depends on the mask's values",
-                                subject=_text(index.value))
+                    self._report(node, "boolean-mask indexing: the result's length depends on the mask's values",
+                                 _text(index.value), context.made_on_cpu(node.value))
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -172,7 +185,9 @@ class MoE(torch.nn.Module):
         # For torch.f(x, ...), the tensor is the first positional argument.
         offset = 1 if is_torch else 0
         if name in ALWAYS_DYNAMIC and (is_torch or method in T.TENSOR_ONLY_METHODS):
-            self.report(node, f"`{name}` returns a tensor whose shape depends on the data", subject=name)
+            operand = node.func.value if method else (args[0].value if args else None)
+            self._report(node, f"`{name}` returns a tensor whose shape depends on the data", name,
+                         operand is not None and context.made_on_cpu(operand))
         elif name == "where" and is_torch and len(node.args) == 1:
             self.report(node, "one-argument `torch.where(cond)` returns indices: data-dependent shape",
                         subject="torch.where(cond)")
@@ -193,6 +208,12 @@ class MoE(torch.nn.Module):
             if repeats is not None and context.is_tensor(repeats) and "output_size" not in keywords:
                 self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
                             subject="repeat_interleave")
+
+
+    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool) -> None:
+        """On a tensor made on the CPU the dynamic shape never reaches an XLA graph: info."""
+        self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=subject,
+                    severity="info" if cpu else "warning")
 
 
 def _data_dependent(node: cst.BaseExpression, context) -> bool:

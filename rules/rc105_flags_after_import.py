@@ -8,6 +8,19 @@ from detective.lint import policy as P
 from detective.lint.rule import Invalid, Rule, Valid
 
 
+# Read by torch_xla's own import (torch_xla/__init__.py): too late after it.
+READ_AT_IMPORT = frozenset({
+    "XLA_FLAGS", "LIBTPU_INIT_ARGS", "PT_XLA_DEBUG", "TPU_LIBRARY_PATH", "TPU_MEGACORE",
+    "XLA_REGISTER_INSTALLED_PLUGINS", "XLA_USE_EAGER_DEBUG_MODE",
+})
+# Read again at every use: XLA_STABLEHLO_COMPILE at each compile (PJRT client), the others by
+# torch_xla's Python code at each call (dynamo bridge, debug file, all_reduce).
+READ_PER_USE = frozenset({
+    "XLA_STABLEHLO_COMPILE", "XLA_DYNAMO_INPUT_SHARDING_CHECK_THRESHOLD", "PT_XLA_DEBUG_FILE",
+    "XLA_ALWAYS_ALLREDUCE",
+})
+
+
 class FlagsAfterImport(Rule):
     code = "RC105"
     name = "flags-after-import"
@@ -25,7 +38,11 @@ class FlagsAfterImport(Rule):
     `os.environ[...] = ...`, `os.environ.setdefault`, `os.environ.update` or `os.putenv`
     that run after `torch_xla` is imported: at module level below the import, or in a
     function of a module that imports torch_xla (unless the module calls that function
-    at module level before its torch_xla import).
+    at module level before its torch_xla import). Flags read at import (`XLA_FLAGS`,
+    `LIBTPU_INIT_ARGS`, `PT_XLA_DEBUG`, ...) are flagged after the import; flags read when
+    the runtime starts (`PJRT_DEVICE`, `XLA_IR_DEBUG`, ...) only once a torch_xla call has
+    run before the write; flags torch_xla reads at every use (`XLA_STABLEHLO_COMPILE`,
+    `PT_XLA_DEBUG_FILE`, ...) never.
 
     ## Why is this bad?
     torch_xla and the PJRT runtime read these variables once, at import or at the first
@@ -75,6 +92,19 @@ configure()
 import torch_xla
 """
         ),
+        Valid(
+            """
+import os
+import torch_xla
+import torch_xla.runtime as xr
+
+# After the import but before the runtime starts: start-up flags still take effect.
+os.environ["PJRT_DEVICE"] = "CPU"
+os.environ["XLA_IR_DEBUG"] = "1"
+print(xr.global_runtime_device_count())
+os.environ["XLA_STABLEHLO_COMPILE"] = "1"  # read at every compile
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -92,18 +122,20 @@ import os
 import torch_xla.core.xla_model as xm
 
 def main():
+    device = xm.xla_device()  # the runtime has started: PJRT_DEVICE is read
     os.environ.update({"PJRT_DEVICE": "TPU"})
-    device = xm.xla_device()
 
 if __name__ == "__main__":
     main()
 """,
-            line=6,
+            line=7,
         ),
     ]
 
     def __init__(self, context):
         super().__init__(context)
+        self._module_runtime = False  # a module-level torch_xla call has run (the runtime may be up)
+        self._runtime_scopes: set[str] = set()  # functions that made a torch_xla call so far
         self._module_xla = False  # a module-level torch_xla import has run
         self._early_calls: set[str] = set()  # module-level calls before that import
         self._xla_scopes: set[str] = set()  # functions that imported torch_xla themselves
@@ -131,12 +163,22 @@ if __name__ == "__main__":
         if len(self.context.functions) == 1 and not self._module_xla and isinstance(node.func, cst.Name):
             self._early_calls.add(node.func.value)
         self._write(node)
+        dotted = self.context.resolve(node.func) or ""
+        if dotted.startswith("torch_xla.") or P.xla_device_expr(node, self.context, set()):
+            if len(self.context.functions) == 1:
+                self._module_runtime = True
+            else:
+                self._runtime_scopes.add(self.context.scope.qualname)
 
     def _write(self, node) -> None:
         for key, _value, anchor in P.env_writes(node, self.context):
-            if not P.is_runtime_flag(key):
+            if not P.is_runtime_flag(key) or key in READ_PER_USE:
                 continue
             scope = self.context.scope.qualname
+            at_module = len(self.context.functions) == 1
+            if key not in READ_AT_IMPORT and not (
+                    self._module_runtime or (not at_module and scope in self._runtime_scopes)):
+                continue  # read when the runtime starts, and nothing has started it yet
             message = (f"`{key}` is set after torch_xla is imported: flags read at import or at runtime "
                        "start-up no longer take effect (and the compile environment differs from the one "
                        "the code states); set it before the first torch_xla import")

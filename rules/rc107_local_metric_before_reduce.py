@@ -73,6 +73,20 @@ def train(model, loader):        # single device: the local value is the value
         print(loss.item())
 """
         ),
+        Valid(
+            """
+import torch_xla
+import torch_xla.runtime as xr
+
+def train(model, loader, fetch_often):
+    for x in loader:
+        loss = model(x).mean()
+        torch_xla.sync()
+        if fetch_often:
+            loss_i = loss.item()  # fetched on purpose, never reported: no local value escapes
+        print(xr.global_ordinal())
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -108,6 +122,21 @@ def train(model, loader):
         self._loop_reads: list[tuple[cst.CSTNode, str]] = []
         self._distributed = False
         self._reported: set[int] = set()
+        self._discarded: set[int] = set()  # calls whose value is thrown away
+        self._bound: dict[int, list[str]] = {}  # id(value) -> names an assignment binds it to
+        self._uses: dict[tuple[str, str], int] = {}  # (scope, name) -> occurrences
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self._discarded.add(id(node.value))  # loss.item() alone: a sync, but nothing reported
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        targets = [t.target for t in node.targets]
+        if all(isinstance(t, cst.Name) for t in targets):
+            self._bound[id(node.value)] = [t.value for t in targets]
+
+    def visit_Name(self, node: cst.Name) -> None:
+        key = (self.context.scope.qualname, node.value)
+        self._uses[key] = self._uses.get(key, 0) + 1
 
     def visit_For(self, node) -> None:
         self._loops.append({"reduced": False, "scope": self.context.scope.qualname})
@@ -143,13 +172,16 @@ def train(model, loader):
             self._reads.setdefault(context.scope.qualname, []).append((name, node))
             loop = self._loops[-1] if self._loops else None
             if loop is not None and loop["scope"] == context.scope.qualname and not loop["reduced"] \
-                    and any(word in name.lower() for word in METRIC_WORDS):
-                self._loop_reads.append((node, name))
+                    and any(word in name.lower() for word in METRIC_WORDS) and id(node) not in self._discarded:
+                self._loop_reads.append((node, name, context.scope.qualname, self._bound.get(id(node), [])))
 
     def leave_Module(self, node) -> None:
         if not self._distributed:
             return
-        for read, name in self._loop_reads:
+        for read, name, scope, bound in self._loop_reads:
+            # loss_i = loss.item() with loss_i never used again: no local value is reported.
+            if bound and all(n == "_" or self._uses.get((scope, n), 0) <= 1 for n in bound):
+                continue
             if id(read) not in self._reported:
                 self._reported.add(id(read))
                 self.report(read, f"`{name}` is read on the host in a distributed loop before any "

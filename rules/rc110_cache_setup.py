@@ -9,13 +9,15 @@ from detective.lint.rule import Invalid, Valid
 from detective.rules.rc106_spmd_after_tensors import SpmdAfterTensors
 
 INITIALIZE_CACHE = frozenset({"torch_xla.runtime.initialize_cache"})
-# calls that make a script run several processes (or say which one it is)
-MULTI_PROCESS = P.DISTRIBUTED_CALLS | frozenset(
-    {
-        "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.Process",
-        "multiprocessing.get_context", "multiprocessing.Pool", "concurrent.futures.ProcessPoolExecutor",
-        "torch_xla.runtime.process_index", "torch_xla.runtime.host_index",
-    }
+# Calls that run a function in several processes: what they are given is multi-process code.
+LAUNCHERS = frozenset({
+    "torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch",
+    "torch.multiprocessing.spawn", "torch.multiprocessing.start_processes", "multiprocessing.Process",
+})
+POOL_MAPS = frozenset({"map", "starmap", "imap", "imap_unordered", "map_async", "starmap_async"})
+# Calls that say the script itself runs as one of several processes (torchrun, xmp children).
+MULTI_PROCESS = (P.DISTRIBUTED_CALLS - LAUNCHERS) | frozenset(
+    {"torch_xla.runtime.process_index", "torch_xla.runtime.host_index"}
 )
 # a path built from any of these names is one path per process or host
 PER_PROCESS_WORDS = ("rank", "ordinal", "host", "process", "node", "worker", "index", "pid")
@@ -36,7 +38,10 @@ class CacheSetup(SpmdAfterTensors):
     does so (in any file of the project). In a script that starts several processes
     (`xmp.spawn`, `torch_xla.launch`, `multiprocessing`, `torch.distributed`), it also flags
     a cache opened for writing (`readonly` left out or `False`) at a path that names no
-    rank, ordinal or host.
+    rank, ordinal or host: at module level, in a function handed to a launcher (or one it
+    calls), or anywhere in a script that is itself one of several processes
+    (`init_process_group`, `xr.process_index()`). A single-process function that another
+    test runs in a fresh process pool is not multi-process code.
 
     ## Why is this bad?
     torch_xla sets its compilation cache up at the first compile; a later
@@ -99,6 +104,30 @@ if __name__ == "__main__":
     torch_xla.launch(worker)
 """
         ),
+        Valid(
+            """
+import os
+from concurrent.futures import ProcessPoolExecutor
+import torch_xla
+import torch_xla.runtime as xr
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+def _mp_test(rank, tmpdir):
+    xr.initialize_cache(os.path.join(tmpdir, str(rank)))  # one path per rank
+
+def _single_test(tmpdir):
+    xr.initialize_cache(tmpdir)  # one process, run in a fresh pool: its own writer
+    torch_xla.device()
+
+def _spawn(fn, args):
+    with ProcessPoolExecutor() as pool:
+        pool.submit(fn, *args).result()
+
+def run(tmpdir):
+    xmp.spawn(_mp_test, args=(tmpdir,))
+    _spawn(_single_test, (tmpdir,))
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -150,11 +179,29 @@ if __name__ == "__main__":
     def __init__(self, context):
         super().__init__(context)
         self._writers: list[tuple[cst.Call, str]] = []  # initialize_cache calls opened for writing
-        self._multi_process = False
+        self._multi_process = False  # the script itself is one of several processes
+        self._launched: set[str] = set()  # functions handed to a multi-process launcher
+        self._calls: dict[str, set[str]] = {}  # top-level function -> functions it calls by name
+
+    def _note_launch(self, node: cst.Call, dotted: str | None) -> None:
+        context = self.context
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        names = [a.value.value for a in node.args if isinstance(a.value, cst.Name)]
+        if dotted in LAUNCHERS or method in POOL_MAPS:
+            positional = [a.value for a in node.args if a.keyword is None]
+            target = P.keyword(node, "target")
+            fn = target.value if target is not None else (positional[0] if positional else None)
+            if isinstance(fn, cst.Name):
+                self._launched.add(fn.value)
+        elif any(context.resolve(a.value) in LAUNCHERS for a in node.args):
+            self._launched.update(names)  # run_test(xmp.spawn, worker): worker goes to the launcher
+        if isinstance(node.func, cst.Name):
+            self._calls.setdefault(context.scope.qualname.split(".", 1)[0], set()).add(node.func.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
         dotted = context.resolve(node.func)
+        self._note_launch(node, dotted)
         if dotted in MULTI_PROCESS:
             self._multi_process = True
         if dotted in P.USE_SPMD:
@@ -175,9 +222,18 @@ if __name__ == "__main__":
             self._writers.append((node, context.scope.qualname))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        if not self._multi_process:
-            return
+        # Functions run by a launcher, and what they call in this file.
+        launched, stack = set(), list(self._launched)
+        while stack:
+            name = stack.pop()
+            if name not in launched:
+                launched.add(name)
+                stack.extend(self._calls.get(name, ()))
         for node, scope in self._writers:
+            top = scope.split(".", 1)[0]
+            # A module-level writer runs again in every spawned child that imports the script.
+            if not (self._multi_process or top in launched or (top == "<module>" and self._launched)):
+                continue
             self.report(node, "every process of this multi-process script writes the same cache path: give "
                         "each rank or host its own path, or open it with readonly=True on all but one writer",
                         scope, subject="initialize_cache()")

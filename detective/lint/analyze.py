@@ -15,6 +15,8 @@ import libcst as cst
 
 from detective.lint.context import Context
 from detective.lint.model import Candidate, CallRef, FileSummary
+
+_LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
 from detective.lint.semantic import SemanticModel
@@ -91,14 +93,18 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         }
         summary.classes[qualname] = info
 
-    seen: set[tuple[str, str]] = set()
+    # One CallRef per (scope, target), the most live way it is called ("" < "once" < "dead").
+    kinds: dict[tuple[str, str], str] = {}
     for item in regions.items:
         if item.kind != "call":
             continue
         target = _resolve_local(model, item.payload[0], item.scope)
-        if target and (item.scope, target) not in seen:
-            seen.add((item.scope, target))
-            summary.scopes[item.scope].calls.append(CallRef(target))
+        if target:
+            key, kind = (item.scope, target), item.payload[2]
+            if key not in kinds or _LIVENESS[kind] < _LIVENESS[kinds[key]]:
+                kinds[key] = kind
+    for (scope, target), kind in kinds.items():
+        summary.scopes[scope].calls.append(CallRef(target, kind))
     for scope, target in regions.step_closures:
         resolved = _resolve_local(model, target, scope)
         if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:
@@ -109,7 +115,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target), reason))
 
     for item in candidates:
-        code, message, node, extras, subject, assumes = item.payload
+        code, message, node, extras, subject, assumes, severity = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -129,7 +135,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 continue  # it took for tensors only calls that cannot lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after,
-                                            subject=subject, assumes=trusted))
+                                            subject=subject, assumes=trusted, severity=severity))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

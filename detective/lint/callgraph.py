@@ -31,6 +31,11 @@ NON_TENSOR_LIBRARIES = frozenset({
     "numpy", "math", "random", "pandas", "scipy", "sklearn", "json", "os", "re", "time",
     "itertools", "collections", "functools", "string", "statistics", "decimal", "fractions",
 })
+# Methods of list, dict and set: on an attribute of unknown type, no project namesake is meant.
+CONTAINER_METHODS = frozenset({
+    "append", "extend", "insert", "remove", "pop", "clear", "copy", "update", "get", "items", "keys",
+    "values", "setdefault", "add", "discard", "index", "count", "sort", "reverse",
+})
 _MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
 
 
@@ -68,10 +73,11 @@ class CallGraph:
                 stack.extend(self.succ.get(node, ()))
         return seen
 
-    def shortest_paths(self, sources) -> dict[Node, list[Node]]:
+    def shortest_paths(self, sources, skip=frozenset()) -> dict[Node, list[Node]]:
         """Breadth-first from ``sources`` in order, successors in insertion order: for each
         reached node the first shortest path found (the one networkx's
-        ``single_source_shortest_path`` from a virtual source before ``sources`` returns)."""
+        ``single_source_shortest_path`` from a virtual source before ``sources`` returns).
+        Edges in ``skip`` are not followed."""
         paths: dict[Node, list[Node]] = {}
         level = []
         for source in sources:
@@ -84,7 +90,7 @@ class CallGraph:
             for node in level:
                 path = paths[node]
                 for callee in succ.get(node, ()):
-                    if callee not in paths:
+                    if callee not in paths and (not skip or (node, callee) not in skip):
                         paths[callee] = [*path, callee]
                         following.append(callee)
             level = following
@@ -137,7 +143,10 @@ class Project:
             attr_class = self._attr_class((origin.path, class_name), parts[0])
             if attr_class is None:
                 # self.dispatcher.dispatch(x) with the dispatcher built elsewhere: the one
-                # project method of that name, if there is exactly one.
+                # project method of that name, if there is exactly one. Not for list/dict
+                # methods (self._times.append(t)) nor an attribute made outside the project.
+                if parts[1] in CONTAINER_METHODS or self._external_attr((origin.path, class_name), parts[0]):
+                    return None
                 found = self.methods_named(parts[1])
                 return found[0] if len(found) == 1 else None
             method = parts[1]
@@ -278,6 +287,15 @@ class Project:
                 return self.resolve_class(target, summary)
         return None
 
+    def _external_attr(self, cls: Node, attr: str) -> bool:
+        """Was ``self.<attr>`` built by a call into code outside the project?"""
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            target = summary.classes[qualname].attr_types.get(attr)
+            if target is not None:
+                return not target.startswith("local:") and self.module_file(target, summary) is None
+        return False
+
     def class_kind(self, cls: Node, depth: int = 0) -> str | None:
         """"module" (nn.Module), "function" (autograd.Function), "other", or None: unknown."""
         if cls in self._class_kind:
@@ -337,6 +355,11 @@ class Project:
             return self._graph
         edges = CallGraph()
         roots: dict[Node, str] = {}
+        traced: set[tuple[Node, Node]] = set()
+        untraced: set[tuple[Node, Node]] = set()
+        callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it whenever they run
+        dead_callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it on an error path
+        registrations = []
         for summary in self.files.values():
             path = summary.path
             memo: dict[tuple[str, str | None], Node | None] = {}  # a file calls the same names often
@@ -356,18 +379,23 @@ class Project:
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         edges.add_edge(node, callee)
-                    elif call.target.count(".") == 2 and call.target.startswith("self."):
+                        if call.kind:
+                            untraced.add((node, callee))  # once / dead: the callee is not traced
+                        else:
+                            traced.add((node, callee))
+                        (dead_callers if call.kind == "dead" else callers).setdefault(callee, []).append(node)
+                    elif call.target.count(".") == 2 and call.target.startswith("self.") \
+                            and call.target.rsplit(".", 1)[1] not in CONTAINER_METHODS and not (
+                                scope.class_name in summary.classes and self._external_attr(
+                                    (path, scope.class_name), call.target.split(".")[1])):
                         # self.segmenter.logit_segment(...) with the attribute's class
                         # unknown and a few same-named methods: any of them may run.
                         candidates = self.methods_named(call.target.rsplit(".", 1)[1])
                         if 1 < len(candidates) <= _MAX_SAME_NAMED:
                             for candidate in candidates:
                                 edges.add_edge(node, candidate)
-            for scope_name, ref, reason in summary.compile_targets:
-                class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
-                target = self.resolve(ref.target, summary, class_name)
-                if target is not None:
-                    roots.setdefault(target, reason)
+            registrations.extend((summary, scope_name, ref, reason)
+                                 for scope_name, ref, reason in summary.compile_targets)
             for qualname in summary.classes:
                 cls = (path, qualname)
                 kind = self.class_kind(cls)
@@ -383,13 +411,25 @@ class Project:
                     if scope is not None and "cuda-graph" not in scope.tags:
                         owner = "nn.Module." if kind == "module" else "autograd.Function."
                         roots.setdefault((path, name), owner + method + guessed)
+        memo: dict[Node, bool] = {}
+        for summary, scope_name, ref, reason in registrations:
+            # A hook or compile target registered only on error paths (NanDetector built in
+            # an except block that re-raises) never runs in a healthy step.
+            if _error_only((summary.path, scope_name), callers, dead_callers, memo):
+                continue
+            class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
+            target = self.resolve(ref.target, summary, class_name)
+            if target is not None:
+                roots.setdefault(target, reason)
+        self._untraced = untraced - traced
         self._graph = (edges, roots)
         return self._graph
 
     def reach(self) -> Reach:
         """Shortest chain from some root to every traced scope (breadth-first, roots in order)."""
         graph, roots = self.graph()
-        return Reach(roots, graph.shortest_paths(roots))
+        # Calls made in one-time set-up or on error paths do not carry a region on.
+        return Reach(roots, graph.shortest_paths(roots, skip=self._untraced))
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""
@@ -434,6 +474,21 @@ class Project:
         found |= deps.descendants(found)
         self._xla = found
         return found
+
+
+def _error_only(node: Node, callers: dict, dead_callers: dict, memo: dict | None = None) -> bool:
+    """Is ``node`` reached only from error paths: called on one, or only by scopes that are?"""
+    memo = {} if memo is None else memo
+    if node in memo:
+        return memo[node]
+    memo[node] = False  # a cycle proves nothing
+    live = callers.get(node, [])
+    if not live:
+        result = node in dead_callers
+    else:
+        result = all(_error_only(caller, callers, dead_callers, memo) for caller in live)
+    memo[node] = result
+    return result
 
 
 def _closest(candidates: list[FileSummary], origin: FileSummary) -> FileSummary:

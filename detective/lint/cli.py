@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from detective.lint.config import ConfigError, load_config
+from detective.lint.model import SEVERITIES
 from detective.lint.rule import all_rules, expand_selectors
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -36,9 +37,12 @@ def _codes(values) -> list[str]:
                    "lint a few changed files with the whole project's context (pre-commit).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml to read [tool.detective] from (default: the nearest one).")
+@click.option("--min-severity", type=click.Choice(list(SEVERITIES)),
+              help="Show findings of this severity and above (default: min-severity in the config, else "
+                   "warning; info adds reads of tensors made on the CPU).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff, no_cache, project,
-         config_path, jobs):
+         config_path, min_severity, jobs):
     """Flag recompile and host-sync triggers inside compiled or traced regions,
     and whole-program XLA policies in code that uses torch_xla.
 
@@ -57,7 +61,8 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
 
         def run():
             return lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes, jobs=jobs,
-                              use_cache=not no_cache, project=list(project) or None)
+                              use_cache=not no_cache, project=list(project) or None,
+                              min_severity=min_severity)
 
         result = run()
     except (ConfigError, ValueError) as exc:
@@ -76,7 +81,8 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
         click.echo(json.dumps([f.to_json() for f in findings], indent=2))
     elif output_format == "text":
         for f in findings:
-            click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {f.message}")
+            level = "" if f.severity == "warning" else f"({f.severity}) "
+            click.echo(f"{f.path}:{f.line}:{f.column}: {f.code} [{f.name}] {level}{f.message}")
     else:
         from detective.lint import formats
 
@@ -148,6 +154,9 @@ def _print_summary(result) -> None:
         click.echo(f"Found {n} finding{'s' if n != 1 else ''} ({files}{problems}).")
     elif result.files_checked:
         click.echo(f"All checks passed! ({files}{problems})")
+    if result.hidden:
+        click.echo(f"{result.hidden} lower-severity finding{'s' if result.hidden != 1 else ''} not shown "
+                   "(--min-severity info shows them).")
 
 
 @click.command()

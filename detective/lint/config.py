@@ -6,7 +6,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate", "guess-modules"}
+from detective.lint.model import DEFAULT_MIN_SEVERITY, SEVERITIES
+
+OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate", "guess-modules",
+           "min-severity"}
 
 
 class ConfigError(Exception):
@@ -23,6 +26,8 @@ class Config:
     # A class whose bases are found neither in the project nor installed, and that defines
     # forward(self, ...), is taken for an nn.Module (its forward is traced).
     guess_modules: bool = True
+    # Findings below this severity are not shown (see detective.lint.model.SEVERITIES).
+    min_severity: str = DEFAULT_MIN_SEVERITY
     base: Path = field(default_factory=Path.cwd)  # patterns are relative to this
     source: Path | None = None
     raw: dict = field(default_factory=dict)  # the whole table, for other commands (gate)
@@ -76,8 +81,12 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
     guess = normalised.get("guess-modules", True)
     if not isinstance(guess, bool):
         raise ConfigError(f"{path}: [tool.detective] guess-modules must be true or false")
+    min_severity = normalised.get("min-severity", DEFAULT_MIN_SEVERITY)
+    if min_severity not in SEVERITIES:
+        raise ConfigError(f"{path}: [tool.detective] min-severity must be one of {', '.join(SEVERITIES)}")
     return Config(
         guess_modules=guess,
+        min_severity=min_severity,
         select=strings("select") or ["ALL"],
         ignore=strings("ignore"),
         exclude=strings("exclude"),

@@ -11,7 +11,7 @@ rebound), then facts, then regions and the model.
 
 Rule-facing API (kept stable; see :mod:`detective.lint.rule`):
 ``resolve``, ``call_target``, ``is_tensor``, ``is_bool_tensor``, ``is_mask``, ``reads_in_operator``, ``reads_tensor_value``,
-``is_host_value``, ``on_host``, ``weigh_receiver``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
+``is_host_value``, ``on_host``, ``made_on_cpu``, ``weigh_receiver``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
 (``tensor_attrs``, ``number_attrs``), ``class_stack``, ``current_region()``,
 ``region_is_step()``, ``facts[FactsClass]`` and ``report`` (through ``Rule.report``).
 Whether a candidate's scope is traced is decided later, across files, in
@@ -42,6 +42,7 @@ class Context:
         self.reads_tensor_value = lambda node: infer.reads_tensor_value(node, regions.dead)
         self.is_host_value = infer.is_host_value
         self.on_host = infer.on_host
+        self.made_on_cpu = infer.made_on_cpu
         self.weigh_receiver = infer.weigh_receiver
         self.current_region = regions.current
         self.after_sync = regions.after_sync
@@ -73,13 +74,13 @@ class Context:
 
     def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
-               subject: str = "") -> None:
+               subject: str = "", severity: str = "warning") -> None:
         """Record a candidate; see :meth:`detective.lint.rule.Rule.report`."""
         if self.regions.dead_depth:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
-        self.regions.report((code, message, node, extras, subject, assumes), scope, at_index)
+        self.regions.report((code, message, node, extras, subject, assumes, severity), scope, at_index)
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: cst.Module) -> None:

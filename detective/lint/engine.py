@@ -18,7 +18,7 @@ from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
 from detective.lint.environment import Environment
-from detective.lint.model import ChainLink, FileSummary, Finding
+from detective.lint.model import ChainLink, FileSummary, Finding, at_least
 from detective.lint.rule import expand_selectors, rules_by_code
 
 DEFAULT_EXCLUDES = frozenset(
@@ -35,6 +35,7 @@ class LintResult:
     errors: list[tuple[str, str]] = field(default_factory=list)  # (path, one-line problem)
     files_checked: int = 0
     summaries: list[FileSummary] = field(default_factory=list)
+    hidden: int = 0  # findings below the minimum severity, left out of ``findings``
 
 
 def discover(paths: list[str], config: Config) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -220,10 +221,21 @@ def cache_for(config: Config) -> SummaryCache:
 
 def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
                jobs: int | None = None, use_cache: bool = False,
-               project: list[str] | None = None) -> LintResult:
+               project: list[str] | None = None, min_severity: str | None = None) -> LintResult:
     """Lint ``paths``. With ``project``, files there (not reported on) are context for the
     cross-file pass too: chains and XLA reachability are those of the whole project.
+    Findings below ``min_severity`` (default: the config's, "warning") are counted in
+    ``hidden`` and left out.
     """
+    result = _lint_paths(paths, config, select, ignore, jobs, use_cache, project)
+    minimum = min_severity or config.min_severity
+    shown = [f for f in result.findings if at_least(f.severity, minimum)]
+    result.hidden = len(result.findings) - len(shown)
+    result.findings = shown
+    return result
+
+
+def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> LintResult:
     enabled = expand_selectors(select or config.select) - expand_selectors(
         [*config.ignore, *(ignore or [])]
     )
@@ -341,7 +353,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             findings.append(Finding(summary.path, candidate.line, candidate.column, candidate.code,
                                     rule.name, message, chain, region=region,
                                     fix=candidate.fix, fix_title=candidate.fix_title,
-                                    subject=candidate.subject))
+                                    subject=candidate.subject, severity=candidate.severity))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
 

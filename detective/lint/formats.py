@@ -18,6 +18,8 @@ from detective.lint.rule import Rule, all_rules
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/recompile-detective/recompile-detective"
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+SARIF_LEVELS = {"warning": "warning", "info": "note"}
+GITHUB_LEVELS = {"warning": "warning", "info": "notice"}
 
 
 def project_root(start: Path | None = None) -> Path:
@@ -74,10 +76,11 @@ def sarif(findings, errors, root: Path | None = None) -> dict:
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
-            "level": "warning",
+            "level": SARIF_LEVELS[f.severity],
             "message": {"text": f.message},
             "locations": [{"physicalLocation": location}],
-            "properties": {"name": f.name, "region": f.region, "chain": [str(link) for link in f.chain]},
+            "properties": {"name": f.name, "region": f.region, "chain": [str(link) for link in f.chain],
+                           "severity": f.severity},
         }
         if f.fix:
             result["fixes"] = [{
@@ -110,7 +113,7 @@ def sarif(findings, errors, root: Path | None = None) -> dict:
 
 def github(findings, errors) -> str:
     """GitHub Actions workflow commands: annotations on the changed lines of a PR."""
-    lines = [github_command("warning", f.message, file=f.path, line=f.line, col=f.column, title=f"{f.code} {f.name}")
+    lines = [github_command(GITHUB_LEVELS[f.severity], f.message, file=f.path, line=f.line, col=f.column, title=f"{f.code} {f.name}")
              for f in findings]
     lines += [github_command("error", problem, file=path, title="detective") for path, problem in errors]
     return "\n".join(lines)

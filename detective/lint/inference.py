@@ -25,12 +25,23 @@ OPTION_NAMES = frozenset({"name", "mode", "key", "task", "config", "cfg", "kwarg
                           "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx"})
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
 MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "_count", "_prob",
-                 "_probs", "_ratio", "_type", "_token", "_fn")
+                 "_probs", "_ratio", "_type", "_token", "_fn", "_key", "_keys", "_name", "_names", "_kind",
+                 "_mode", "_size", "_value", "_dim")
 
 
 # Builtins and math functions that turn a tensor operand into a Python number.
 HOST_BUILTINS = frozenset({"int", "float", "round", "len", "min", "max", "math.ceil",
                            "math.floor", "math.sqrt", "math.log", "math.log2", "ceil", "floor"})
+
+
+# Torch factories that make a tensor on the CPU unless given a device (or a default device).
+CPU_FACTORIES = frozenset({
+    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
+    "arange", "range", "linspace", "logspace", "eye", "from_numpy", "LongTensor", "FloatTensor",
+    "IntTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor", "Tensor",
+})
+# Methods whose result may live elsewhere than the receiver (x.to(device), x.cuda(), x.type_as(y)).
+MOVING_METHODS = frozenset({"to", "cuda", "type_as", "xla", "type", "copy_", "set_"})
 
 
 def _compares_values(value: cst.BaseExpression) -> bool:
@@ -75,11 +86,9 @@ class TensorInference:
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         annotation = param.annotation
         if annotation is not None:
+            # Annotated: the annotation decides (group: dist.ProcessGroup, inference: bool).
             names = _annotation_names(annotation.annotation)
-            if any(n.endswith("Tensor") for n in names):
-                return True
-            if names & NON_TENSOR_ANNOTATIONS or not is_forward:
-                return False
+            return any("Tensor" in n for n in names)
         if not is_forward:
             return False
         name = param.name.value
@@ -206,6 +215,39 @@ class TensorInference:
             if node is None:
                 return False
 
+    def made_on_cpu(self, node: cst.BaseExpression) -> bool:
+        """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,
+        ``torch.tensor(x.size())`` with no ``device=``, what is computed from such tensors
+        alone)? Reading its value syncs no device on XLA (under torch.compile it still
+        breaks the graph)."""
+        if isinstance(node, cst.Name):
+            return node.value in self.model.function.cpu_made_names
+        if isinstance(node, cst.Call):
+            func = node.func
+            dotted = self.model.resolve(func) or ""
+            if T.is_torch_name(dotted) and dotted.count(".") == 1:
+                if dotted.rsplit(".", 1)[-1] not in CPU_FACTORIES:
+                    return False
+                return not any(a.keyword is not None and a.keyword.value in {"device", "out"} for a in node.args)
+            if isinstance(func, cst.Attribute) and func.attr.value not in MOVING_METHODS:
+                return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum()
+            return False
+        if isinstance(node, cst.Subscript):
+            return self.made_on_cpu(node.value)
+        if isinstance(node, cst.UnaryOperation):
+            return self.made_on_cpu(node.expression)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
+            sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(t.comparator for t in node.comparisons)]
+            # Every tensor operand is a CPU tensor (numbers mix in; a device tensor would not).
+            if not any(self.made_on_cpu(s) for s in sides):
+                return False
+            mark = len(self.assumed)
+            others = all(self.made_on_cpu(s) or not self.is_tensor(s) for s in sides)
+            del self.assumed[mark:]  # a question, not evidence a finding stands on
+            return others
+        return False
+
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
         ``dead`` (ids of nodes never evaluated on XLA, e.g. after ``is_xla_tensor(x) or``)
@@ -249,7 +291,7 @@ class TensorInference:
                                             or func.value in self.model.function.data_names
                                             or any(func.value in f.locals for f in self.model.functions))
         ) and (isinstance(func, cst.Name) or self.model.is_import_alias(func)) and dotted \
-                and dotted.rsplit(".", 1)[-1][:1].islower():
+                and dotted.rsplit(".", 1)[-1].lstrip("_")[:1].islower():
             # helper(x), utils.helper(x): a tensor if the project's helper returns one.
             target = self.model.call_target(func)
             if target is not None and not target.startswith("self."):
@@ -268,6 +310,9 @@ class TensorInference:
                 return True
             if method in T.NON_TENSOR_METHODS:
                 return False
+            if isinstance(func.value, cst.Name) and func.value.value in T.MODULE_ALIASES \
+                    and not any(func.value.value in f.locals for f in self.model.functions):
+                return False  # np.max(y), math.sqrt(n): a library function, not a tensor method
             if method in T.TENSOR_ONLY_METHODS:
                 # Evidence enough on its own; a receiver taken for a tensor on trust can
                 # only veto it (np.ones(3).sum() is NumPy).
@@ -286,8 +331,8 @@ class TensorInference:
             return False
         sides = [node.left, *(t.comparator for t in node.comparisons)]
         if any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
-               for s in sides):
-            return False  # batch["task"] == "qa": a string field
+               or (isinstance(s, cst.Name) and s.value == "None") for s in sides):
+            return False  # batch["task"] == "qa": a string field; x == None: a Python bool
         return any(self.is_tensor(side) for side in sides)
 
     def reads_in_operator(self, node: cst.Comparison) -> bool:

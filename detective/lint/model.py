@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+# How much a finding matters to a torch_xla user, lowest first. "warning": a trigger on
+# the device (shown by default); "info": real, but it rarely costs an XLA run anything
+# (a value read from a tensor made on the CPU: no device sync on XLA, a graph break
+# under torch.compile). `detective lint --min-severity info` shows both.
+SEVERITIES = ("info", "warning")
+DEFAULT_MIN_SEVERITY = "warning"
+
+
+def at_least(severity: str, minimum: str) -> bool:
+    return SEVERITIES.index(severity) >= SEVERITIES.index(minimum)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -32,6 +43,7 @@ class Candidate:
     # Call targets whose result the evidence took for a tensor (`if is_padded(m):`): the
     # candidate stands when one of them returns a tensor (see Project.returns_tensor).
     assumes: tuple[str, ...] = ()
+    severity: str = "warning"  # see SEVERITIES
 
 
 @dataclass
@@ -44,6 +56,10 @@ class CallRef:
     """
 
     target: str
+    # "" runs whenever the caller runs; "once": in one-time lazy set-up; "dead": never on
+    # XLA or only on an error path (an except block that re-raises). Only "" calls make a
+    # callee traced; a hook registered by a scope that only "dead" calls reach is no root.
+    kind: str = ""
 
 
 @dataclass
@@ -150,6 +166,7 @@ class Finding:
     fix: tuple[tuple[int, int, str], ...] = field(default=(), compare=False)
     fix_title: str = field(default="", compare=False)
     subject: str = ""  # what the finding is about (see Candidate.subject)
+    severity: str = "warning"  # see SEVERITIES
 
     def to_json(self) -> dict:
         return {
@@ -161,4 +178,5 @@ class Finding:
             "message": self.message,
             "chain": [str(link) for link in self.chain],
             "region": self.region,
+            "severity": self.severity,
         }

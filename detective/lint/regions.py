@@ -87,6 +87,8 @@ class Regions:
         # rest of the block dead (after an XLA early return)].
         self._blocks: list[list] = [[{}, -1, None, False]]
         self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
+        self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
+        self.once_depth = 0
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
         self.dead_depth = 0
 
@@ -126,6 +128,8 @@ class Regions:
             block[1] = index
         if self.dead and id(node) in self.dead:
             self.dead_depth += 1
+            if id(node) in self.once:
+                self.once_depth += 1
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]
@@ -181,11 +185,22 @@ class Regions:
         """Called on leaving every node while some node is marked dead."""
         if id(node) in self.dead:
             self.dead_depth -= 1
+            if id(node) in self.once:
+                self.once_depth -= 1
+
+    def call_kind(self) -> str:
+        """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
+        (never on XLA, or only on an error path). Only "" calls carry a traced region on."""
+        if not self.dead_depth:
+            return ""
+        return "once" if self.dead_depth == self.once_depth else "dead"
 
     def visit_If(self, node: cst.If) -> None:
         sense = self._sense(node.test)
         if sense < 0:
             self.dead.add(id(node.body))
+            if _lazy_init_test(node.test):
+                self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
         self._mark_short_circuit(node.test)
@@ -301,13 +316,13 @@ class Regions:
             if isinstance(fn, cst.Call) and (model.resolve(fn.func) or "").endswith("partial") and fn.args:
                 fn = fn.args[0].value
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
-            if target is not None:
+            if target is not None and self.call_kind() != "dead":
                 reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
                 self.compile_targets.append((model.scope.qualname, CallRef(target), fn, reason))
             return
         target = model.call_target(node.func)
         if target is not None:
-            self.record(Item("call", (target, node), model.scope.qualname, -1))
+            self.record(Item("call", (target, node, self.call_kind()), model.scope.qualname, -1))
 
     # ------------------------------------------------------------------ closing a region
     def _leave_region(self, node: cst.CSTNode) -> None:
@@ -356,17 +371,25 @@ class Regions:
             self.items.extend(rest)
 
 
+def _lazy_init_test(test: cst.BaseExpression) -> bool:
+    """``not self._initialized``, ``not Status.initialized``, ``not _inited``: one-time set-up."""
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return False
+    inner = test.expression
+    name = inner.attr.value if isinstance(inner, cst.Attribute) else (
+        inner.value if isinstance(inner, cst.Name) else "")
+    return "init" in name.lower()
+
+
 def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
     """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown.
 
     ``names``: local names bound from such tests, with their sense."""
     names = names or {}
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = test.expression
-        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) \
-                and inner.value.value == "self" and "init" in inner.attr.value.lower():
+        if _lazy_init_test(test):
             return -1  # if not self._initialized: one-time set-up, not traced every step
-        return -xla_sense(inner, resolve, names)
+        return -xla_sense(test.expression, resolve, names)
     if isinstance(test, cst.BooleanOperation):
         left, right = xla_sense(test.left, resolve, names), xla_sense(test.right, resolve, names)
         if isinstance(test.operator, cst.And):

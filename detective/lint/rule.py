@@ -30,6 +30,8 @@ import libcst as cst
 
 @dataclass(frozen=True)
 class Valid:
+    """No finding of this rule at the default severity (an "info" one may stand)."""
+
     code: str
 
 
@@ -37,6 +39,7 @@ class Valid:
 class Invalid:
     code: str
     line: int | None = None  # 1-based line the finding must be on, when given
+    severity: str = "warning"  # the finding's severity (on ``line`` when given)
 
 
 # Where a rule's candidates count, decided in the cross-file pass:
@@ -77,16 +80,19 @@ class Rule:
     def report(self, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
                after_calls: tuple[str, ...] = (), at_index: int | None = None,
-               subject: str = "") -> None:
+               subject: str = "", severity: str = "warning") -> None:
         """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
 
         ``subject`` is what the finding is about as the message shows it (``.item()``,
         ``batch``, ``self.steps``): a printed chain ends with it and ``detective report``
         matches it against the source line. ``after_calls`` are call targets the rule's
         :meth:`cross_check` looks at across files; ``at_index`` see :meth:`Context.report`.
+        ``severity``: "warning", or "info" for a finding that is real but rarely costs an XLA
+        run anything (see :data:`detective.lint.model.SEVERITIES`).
         """
         self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
-                            after_calls=after_calls, at_index=at_index, subject=subject)
+                            after_calls=after_calls, at_index=at_index, subject=subject,
+                            severity=severity)
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:

@@ -45,6 +45,7 @@ class FunctionFrame:
     assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
     locals: set[str] = field(default_factory=set)  # every name assigned here (loss_fn = nn.NLLLoss())
     cpu_names: set[str] = field(default_factory=set)  # tensors already copied to the host (x.cpu())
+    cpu_made_names: set[str] = field(default_factory=set)  # torch.zeros(n) with no device: CPU tensors
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
 
@@ -298,6 +299,7 @@ class SemanticModel:
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
         on_host = infer.on_host(value)
+        cpu_made = tensor and infer.made_on_cpu(value)
         container = not tensor and self._is_model_output(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
@@ -312,6 +314,8 @@ class SemanticModel:
             self._trust(target, trusted)
             if isinstance(target, cst.Name):
                 (self.function.cpu_names.add if on_host else self.function.cpu_names.discard)(target.value)
+                (self.function.cpu_made_names.add if cpu_made else self.function.cpu_made_names.discard)(
+                    target.value)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
@@ -392,9 +396,11 @@ class SemanticModel:
             cls.number_attrs.add(attr)
         if isinstance(value, cst.Call):
             dotted = self.resolve(value.func)
-            if dotted and dotted.rsplit(".", 1)[-1][:1].isupper():
-                local = not self.is_import_alias(value.func)
-                cls.info.attr_types[attr] = f"local:{dotted}" if local else dotted
+            imported = self.is_import_alias(value.func)
+            if dotted and (dotted.rsplit(".", 1)[-1][:1].isupper() or imported):
+                # A class, or an imported factory (tutel_moe.fast_dispatcher(...)): its
+                # methods are not the project's namesakes when it comes from outside.
+                cls.info.attr_types[attr] = dotted if imported else f"local:{dotted}"
 
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
@@ -428,8 +434,16 @@ class SemanticModel:
             self.bind_value([node.target], node.value)
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name) and self.infer.is_tensor(node.value):
-            self.function.tensor_names.add(node.target.value)
+        if not isinstance(node.target, cst.Name):
+            return
+        infer, frame, name = self.infer, self.function, node.target.value
+        infer.assumed.clear()
+        if infer.is_tensor(node.value) and name not in frame.tensor_names:
+            # size *= n with n from a helper: a tensor only if the helper returns one.
+            frame.tensor_names.add(name)
+            if infer.assumed:
+                frame.assumed_names[name] = tuple(dict.fromkeys(infer.assumed))
+        infer.assumed.clear()
 
 
 def _is_python_value(value: cst.BaseExpression, infer) -> bool:

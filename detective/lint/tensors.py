@@ -79,6 +79,14 @@ PY_BUILTINS_NOT_TENSOR = frozenset(
 )
 
 
+# Conventional names of non-tensor libraries: ``np.max(y)`` is NumPy's even when ``np``
+# came in through a star import.
+MODULE_ALIASES = frozenset({"np", "numpy", "math", "pd", "pandas", "scipy", "jnp", "random", "statistics"})
+
+# Why a finding on a tensor made on the CPU is "info" (said in its message).
+CPU_NOTE = " (a CPU tensor: no device sync on XLA, but a graph break under torch.compile)"
+
+
 def is_torch_name(dotted: str | None) -> bool:
     return bool(dotted) and (dotted == "torch" or dotted.startswith(("torch.", "torch_xla.")))
 

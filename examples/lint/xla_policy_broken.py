@@ -7,7 +7,7 @@ import torch_xla.core.xla_model as xm
 import torch_xla.runtime as xr
 
 os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"  # RC105: read at import, ignored now
-os.environ["XLA_USE_BF16"] = "1"  # RC105 RC108: too late, and env-driven bf16 breaks Pallas kernels
+os.environ["XLA_USE_BF16"] = "1"  # RC108: env-driven bf16 breaks Pallas kernels (read at runtime start-up: not too late yet)
 
 
 def train(model, loader, accum=4):

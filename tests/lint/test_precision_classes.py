@@ -1,0 +1,173 @@
+"""Classes of wrong findings seen on real code (random samples judged by reading), each as a
+small project: what must stay silent, next to the look-alike that must still be found."""
+
+from __future__ import annotations
+
+import textwrap
+
+from detective.lint.engine import lint_sources
+
+
+def lint(files: dict[str, str]):
+    return [(f.path, f.line, f.code, f.severity)
+            for f in lint_sources({k: textwrap.dedent(v) for k, v in files.items()})]
+
+
+def test_list_and_dict_methods_on_an_untyped_attribute_are_not_project_namesakes():
+    found = lint({
+        "logger.py": """
+            class CommsLogger:
+                def append(self, name, latency):
+                    print(latency.item())
+        """,
+        "engine.py": """
+            import torch
+
+            class Engine(torch.nn.Module):
+                def forward(self, x):
+                    self._times.append(x)          # a list: not CommsLogger.append
+                    self.helper.record(x)          # the one project `record`: still followed
+                    return x
+
+            class Helper:
+                def record(self, x):
+                    return x.sum().item()
+        """,
+    })
+    assert found == [("engine.py", 12, "RC001", "warning")]
+
+
+def test_an_attribute_built_outside_the_project_is_not_guessed():
+    found = lint({
+        "tuner.py": """
+            class Tuner:
+                def update(self, x):
+                    return x.max().item()
+        """,
+        "moe.py": """
+            import torch
+            from tutel import moe as tutel_moe
+
+            class MoE(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.dispatcher = tutel_moe.fast_dispatcher(4)
+
+                def forward(self, x):
+                    self.dispatcher.update(x)     # tutel's, not Tuner.update
+                    return x
+        """,
+    })
+    assert found == []
+
+
+def test_hooks_registered_only_on_an_error_path_are_no_region():
+    detector = """
+        import torch
+
+        class NanDetector:
+            def __init__(self, model):
+                for m in model.modules():
+                    m.register_forward_hook(self.hook)
+
+            def hook(self, module, inputs, output):
+                if torch.isnan(output).any():
+                    print(output.max().item())
+    """
+    trainer = """
+        from detector import NanDetector
+
+        def train_step(model, batch):
+            try:
+                return model(batch)
+            except FloatingPointError:
+                with NanDetector(model):   # re-run with hooks, then fail
+                    model(batch)
+                raise
+    """
+    assert lint({"detector.py": detector, "trainer.py": trainer}) == []
+    # Attached for every step instead: the hook is a region.
+    always = trainer.replace("            try:\n                return model(batch)\n", "").replace(
+        "            except FloatingPointError:\n", "            if True:\n")
+    found = lint({"detector.py": detector, "trainer.py": always.replace("raise", "pass")})
+    assert {(p, line, c) for p, line, c, _ in found} == {("detector.py", 10, "RC002"), ("detector.py", 11, "RC001")}
+
+
+def test_calls_in_one_time_set_up_do_not_make_the_callee_traced():
+    found = lint({
+        "comm.py": """
+            import torch
+
+            class Status:
+                initialized = False
+
+                @staticmethod
+                def init(group):
+                    if not Status.initialized:
+                        setup_ids(group)           # once: setup_ids is not traced per step
+                        Status.initialized = True
+
+            def setup_ids(group):
+                uid = torch.zeros([8], dtype=torch.int8).cuda()
+                return uid.cpu()
+
+            class Layer(torch.nn.Module):
+                def forward(self, x):
+                    Status.init(None)
+                    return x
+        """,
+    })
+    assert found == []
+
+
+def test_a_python_number_scaled_by_a_helper_result_is_no_tensor():
+    found = lint({
+        "log.py": """
+            import torch
+
+            def world_size():
+                return 8
+
+            def bandwidth(size, ms):
+                n = world_size()
+                size *= n                      # n is a Python int: size stays a number
+                gbps = size / ms
+                return gbps, size
+
+            class Net(torch.nn.Module):
+                def forward(self, x, size: int, ms: float):
+                    gbps, total = bandwidth(size, ms)
+                    print(f"{gbps:.2f} Gbps")
+                    return x
+        """,
+    })
+    assert found == []
+
+
+def test_numpy_of_a_tensor_is_a_cpu_read():
+    found = lint({
+        "ckpt.py": """
+            import torch
+
+            class Gather(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, item, size):
+                    return item.view(list(size.numpy()))   # .numpy() raises on a device tensor
+        """,
+    })
+    assert found == [("ckpt.py", 7, "RC001", "info")]
+
+
+def test_names_with_mask_that_name_a_key_are_no_mask():
+    found = lint({
+        "attn.py": """
+            import torch
+
+            class Attention(torch.nn.Module):
+                def forward(self, x, attention_masks):
+                    if isinstance(attention_masks, dict):
+                        attention_masks = attention_masks[self.attn_mask_key]
+                    return x[attention_masks]
+        """,
+    })
+    assert found == [("attn.py", 8, "RC005", "warning")]
