@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from detective.report.diff import Change, GraphDiff, diff_graphs, summarize_ops
-from detective.report.ir import Graph, Node, parse_graph
+from detective.report.ir import Graph, Node, read_graph
 from detective.report.model import (
     CONSTANT, NEW_SITE, SHAPE, SPLIT, STRUCTURE, UNKNOWN, Attribution, Cause, HostSync, RunAttribution,
 )
@@ -128,8 +128,7 @@ def _load_graph(run_dir: str, event: dict, cache: dict) -> Graph | None:
         return None
     if rel not in cache:
         try:
-            with open(os.path.join(run_dir, rel), encoding="utf-8", errors="replace") as f:
-                cache[rel] = parse_graph(f.read())
+            cache[rel] = read_graph(os.path.join(run_dir, rel))
         except OSError:
             cache[rel] = None
     return cache[rel]

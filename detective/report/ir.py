@@ -1,4 +1,5 @@
-"""Parse the IR text torch_xla saves per graph (XLA_SAVE_TENSORS_FILE, text format).
+"""Parse the IR text torch_xla saves per graph (XLA_SAVE_TENSORS_FILE, text format), and read
+any saved graph file into this model (:func:`read_graph`; HLO from XLA's dump: report/hlo.py).
 
 One node per line, for example::
 
@@ -143,3 +144,16 @@ def parse_graph(text: str) -> Graph:
             nodes.append(node)
     hashes = _HASH.findall(text)
     return Graph(nodes=nodes, hash=hashes[-1] if hashes else None, frames=frames)
+
+
+def read_graph(path: str) -> Graph:
+    """A run's saved graph: ``graphs/<hash>.hlo.txt`` (XLA's dump, diagnose mode now) or
+    ``graphs/<hash>.txt`` (torch_xla's IR text: thread ranks, and runs recorded before). OSError
+    when it cannot be read."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    if path.endswith(".hlo.txt"):
+        from detective.report.hlo import parse_hlo_graph
+
+        return parse_hlo_graph(text)
+    return parse_graph(text)

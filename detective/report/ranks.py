@@ -140,13 +140,14 @@ def attribute_divergences(run, divergences: list[Divergence]) -> None:
 
 
 def _graph(run_dir: str, graph_hash: str):
-    from detective.report.ir import parse_graph
+    from detective.report.ir import read_graph
 
-    try:
-        with open(os.path.join(run_dir, GRAPHS_DIR, graph_hash + ".txt"), encoding="utf-8", errors="replace") as f:
-            return parse_graph(f.read())
-    except OSError:
-        return None
+    for suffix in (".hlo.txt", ".txt"):  # XLA's dump (process ranks), torch_xla's IR text (thread ranks)
+        try:
+            return read_graph(os.path.join(run_dir, GRAPHS_DIR, graph_hash + suffix))
+        except OSError:
+            continue
+    return None
 
 
 def join_findings(divergences: list[Divergence], findings) -> None:

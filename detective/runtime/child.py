@@ -11,7 +11,9 @@ import atexit
 import importlib.util
 import os
 import sys
+import time
 
+from detective.runtime.compile_dumps import DUMP_TO, dump_dir_of, with_dump_flags
 from detective.runtime.import_hook import ImportHook
 
 ENV_OUT = "DETECTIVE_OUT"
@@ -34,18 +36,46 @@ def mode_env(mode: str) -> dict[str, str]:
     env = {"PT_XLA_DEBUG_LEVEL": "2"}  # level 2: a block per execution, cache hits included
     # torch_xla collects every frame anyway; 8 (its default) often stops before the user's line.
     env["PT_XLA_DEBUG_MAX_FRAME"] = os.environ.get("PT_XLA_DEBUG_MAX_FRAME", "16")
-    if mode == "diagnose":
-        env.update({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1", "XLA_SAVE_TENSORS_FMT": "text"})
+    if mode == "diagnose":  # source lines on IR nodes, and on the HLO lowered from them
+        env.update({"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"})
     return env
 
 
-def process_files(out_dir: str, pid: int, mode: str) -> dict[str, str]:
-    """Per-process paths for torch_xla's debug files (torch_xla reads them once per process)."""
+def process_files(out_dir: str, pid: int, mode: str, xla_flags: str = "") -> dict[str, str]:
+    """Per-process paths for torch_xla's debug output (read once per process). Diagnose mode adds
+    XLA's compile-time dump to the user's XLA_FLAGS (runtime/compile_dumps.py)."""
     raw = os.path.join(out_dir, RAW_DIR)
     files = {"PT_XLA_DEBUG_FILE": os.path.join(raw, f"debug.{pid}.log")}
     if mode == "diagnose":
-        files["XLA_SAVE_TENSORS_FILE"] = os.path.join(raw, f"ir.{pid}")
+        mine, inherited = dump_dir(out_dir, pid), dump_dir_of(xla_flags)
+        if inherited is not None and os.path.dirname(inherited) == raw:  # a parent process's: not ours
+            xla_flags = xla_flags.replace(DUMP_TO + inherited, DUMP_TO + mine)
+        files["XLA_FLAGS"] = with_dump_flags(xla_flags, mine)
     return files
+
+
+def dump_dir(out_dir: str, pid: int) -> str:
+    return os.path.join(out_dir, RAW_DIR, f"xla_dump.{pid}")
+
+
+def compile_dumps(out_dir: str, mode: str):
+    """This process's reader of XLA's dump (diagnose mode), or None."""
+    if mode != "diagnose":
+        return None
+    from detective.runtime.compile_dumps import CompileDumps
+
+    path = dump_dir_of(os.environ.get("XLA_FLAGS", ""))
+    if path is None:
+        return None
+    ours = os.path.dirname(os.path.abspath(path)) == os.path.abspath(os.path.join(out_dir, RAW_DIR))
+    return CompileDumps(path, owned=ours, since=None if ours else time.time())
+
+
+def _own_dump_dir_after_fork(out_dir: str) -> None:
+    """A forked child parses XLA_FLAGS at its own first compile: give it its own dump directory,
+    or it would write (and read) modules into its parent's."""
+    files = process_files(out_dir, os.getpid(), "diagnose", os.environ.get("XLA_FLAGS", ""))
+    os.environ["XLA_FLAGS"] = files["XLA_FLAGS"]
 
 
 def versions(torch_xla_module=None) -> dict:
@@ -73,7 +103,9 @@ def activate() -> None:
         arm(out_dir, backend)
         if backend == "dynamo":
             return
-    os.environ.update(process_files(out_dir, os.getpid(), mode))
+    os.environ.update(process_files(out_dir, os.getpid(), mode, os.environ.get("XLA_FLAGS", "")))
+    if mode == "diagnose":
+        os.register_at_fork(after_in_child=lambda: _own_dump_dir_after_fork(out_dir))
     if os.environ.get(ENV_PARENT) == str(os.getppid()) and importlib.util.find_spec("torch_xla") is None \
             and (backend == "xla" or importlib.util.find_spec("torch") is None):
         _report_missing_torch_xla(out_dir)
@@ -109,7 +141,7 @@ def _start_tracing(torch_xla_module) -> None:
                 mode,
                 met,
                 debug_file=os.environ["PT_XLA_DEBUG_FILE"],
-                ir_file=os.environ.get("XLA_SAVE_TENSORS_FILE") if mode == "diagnose" else None,
+                dumps=compile_dumps(out_dir, mode),
                 progress=os.environ.get(ENV_PROGRESS) != "0" and sys.stderr.isatty(),
             )
             tracer.start_event("run", versions(torch_xla_module), {"env": env_subset(os.environ)})

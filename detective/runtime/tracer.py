@@ -8,14 +8,14 @@ metrics deltas are taken, and the step's events are appended in one write.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import sys
 import time
 
 from detective.runtime.cache_record import CacheRecorder, compile_env, configured
-from detective.runtime.debug_log import BlockCache, parse_saved_graphs
+from detective.runtime.compile_dumps import GRAPH_SUFFIX, CompileDumps, graph_file_text, pair_modules, source_functions
+from detective.runtime.debug_log import BlockCache
 from detective.runtime.events import EventWriter
 from detective.runtime.library import is_library
 from detective.runtime.metrics import MetricsProbe
@@ -119,7 +119,7 @@ class Tracer:
         mode: str,
         met,
         debug_file: str | None,
-        ir_file: str | None = None,
+        dumps: CompileDumps | None = None,
         progress: bool = False,
     ):
         self.out_dir = out_dir
@@ -128,8 +128,7 @@ class Tracer:
         self.debug_file = debug_file  # None: hashes unavailable, counts come from metrics only
         self._debug_tail = AppendedFile(debug_file) if debug_file else None
         self._blocks = BlockCache()
-        self.ir_file = ir_file  # XLA_SAVE_TENSORS_FILE base path (diagnose mode)
-        self._ir_tails: dict[str, AppendedFile] = {}  # torch_xla adds ".<device ordinal>" to the path
+        self.dumps = dumps  # diagnose mode: XLA's compile-time dump, read after steps that compiled
         self.writer = EventWriter(os.path.join(out_dir, "events.jsonl"))
         self.progress = Progress(progress)
         self.pid = os.getpid()
@@ -143,7 +142,7 @@ class Tracer:
         self._last_time = time.time()
         self.cache = CacheRecorder(met)
         self._baseline = self._snapshot()
-        if ir_file is not None:
+        if dumps is not None:
             os.makedirs(os.path.join(out_dir, GRAPHS_DIR), exist_ok=True)
 
     # -- what the metrics looked like at the last boundary that ended a step --
@@ -203,6 +202,8 @@ class Tracer:
             self._close_step("exit", complete=False)
         self.finished = True
         self.progress.clear()
+        if self.dumps is not None:
+            self.dumps.clear()  # modules nobody paired (thread ranks' compiles): the disk stays flat
         self.writer.write(
             {
                 "event": "end",
@@ -233,15 +234,13 @@ class Tracer:
             # Same cache hits as last step, same blocks: only the step number changes.
             executed, new = hits, 0
             lines = [f'{{"event":"execution","step":{self.step},{rest}' for rest in steady[2]]
-            if self.ir_file is not None:
-                self._skip_ir()
         else:
             executions = self._executions(debug_text, compiled + hits, compiled)
             executed = len(executions)
             new = self._mark_new(executions, now, before)
             if cache is not None:
                 self.cache.classify(executions, cache, self.seen)
-            if self.ir_file is not None:
+            if self.dumps is not None and compiled:
                 self._save_graphs(executions)
             lines = [self._encode_execution(e) for e in executions]
             self._steady = None
@@ -398,31 +397,23 @@ class Tracer:
         for event, ns in zip(compiled, recent):
             event["compile_seconds"] = ns / 1e9
 
-    # torch_xla writes the IR of every graph at every sync (it cannot be told to write only on a
-    # compile); only new programs' IR is ever read, so a step that compiled nothing skips it.
-    def _skip_ir(self) -> None:
-        for tail in self._ir_tails.values():
-            tail.skip()
-
-    def _read_ir(self) -> str:
-        for path in glob.glob(self.ir_file + ".*"):
-            if path not in self._ir_tails:
-                self._ir_tails[path] = AppendedFile(path, limit=8 << 20)
-        return "".join(tail.read_new() for _, tail in sorted(self._ir_tails.items()))
-
     def _save_graphs(self, events: list[dict]) -> None:
-        if not any(e["new"] for e in events):
-            self._skip_ir()
-            return
-        text = self._read_ir()
-        saved = parse_saved_graphs(text)
-        for event in events:
+        """The HLO XLA dumped for each compile of this step, kept for the new programs."""
+        modules = []
+        for path in self.dumps.take():
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    modules.append((path, f.read()))
+            except OSError:
+                continue
+        for event, path, text in pair_modules([e for e in events if e["compiled"]], modules):
             h = event["graph_hash"]
-            if event["new"] and h in saved:
-                rel = os.path.join(GRAPHS_DIR, h + ".txt")
-                with open(os.path.join(self.out_dir, rel), "w") as f:
-                    f.write(saved[h])
+            if event["new"] and h is not None:
+                rel = os.path.join(GRAPHS_DIR, h + GRAPH_SUFFIX)
+                with open(os.path.join(self.out_dir, rel), "w", encoding="utf-8") as f:
+                    f.write(graph_file_text(h, path, text, source_functions(text)))
                 event["ir_path"] = rel
+        self.dumps.discard()
 
 
 def _encode_step(e: dict) -> str:

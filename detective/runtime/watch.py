@@ -20,6 +20,7 @@ import warnings
 from datetime import datetime, timezone
 
 from detective.runtime import child, hooks
+from detective.runtime.compile_dumps import CompileDumps, dump_dir_of, with_dump_flags
 from detective.runtime.launcher import XLA_EXTRA_HINT, default_out_dir, prepare_out_dir
 from detective.runtime.record import SCHEMA, write_run_json
 from detective.runtime.tracer import Tracer, drain
@@ -32,6 +33,7 @@ class _Process:
     tracer: Tracer | None = None
     auto_step = True
     files: dict[str, str] = {}  # env name -> path, fixed for the life of the process
+    dump_dir: str | None = None  # diagnose: XLA's compile-time dump directory (XLA_FLAGS), likewise
     threads = threading.local()  # .tracer: this thread's rank recorder (xmp.spawn thread ranks)
     shared = None  # rank_tracer.SharedCounters of the thread ranks
 
@@ -51,6 +53,8 @@ def _drain_all(files: dict[str, str]) -> None:
     for base in files.values():
         for path in glob.glob(base + "*"):  # XLA_SAVE_TENSORS_FILE gains a .<ordinal> suffix
             drain(path)
+    if _Process.dump_dir is not None:
+        CompileDumps(_Process.dump_dir, owned=True).clear()
 
 
 class _SpawnedRanks:
@@ -117,10 +121,13 @@ def _debug_files(mode: str) -> dict[str, str]:
     tmp = tempfile.mkdtemp(prefix=f"detective-{os.getpid()}-")
     atexit.register(shutil.rmtree, tmp, True)
     files = {"PT_XLA_DEBUG_FILE": os.path.join(tmp, "debug.log")}
-    if mode == "diagnose":
-        files["XLA_SAVE_TENSORS_FILE"] = os.path.join(tmp, "graphs.ir")
     os.environ.update(child.mode_env(mode))
     os.environ.update(files)
+    if mode == "diagnose":  # XLA parses XLA_FLAGS once, when the runtime starts (not at import)
+        flags = os.environ.get("XLA_FLAGS", "")
+        if dump_dir_of(flags) is None:
+            _Process.dump_dir = os.path.join(tmp, "xla_dump")
+            os.environ["XLA_FLAGS"] = with_dump_flags(flags, _Process.dump_dir)
     _Process.files = files
     return files
 
@@ -186,7 +193,7 @@ class watch:
             self.mode,
             met,
             debug_file=files.get("PT_XLA_DEBUG_FILE"),
-            ir_file=files.get("XLA_SAVE_TENSORS_FILE"),
+            dumps=CompileDumps(_Process.dump_dir, owned=True) if _Process.dump_dir and self.mode == "diagnose" else None,
             progress=os.environ.get(child.ENV_PROGRESS) != "0" and sys.stderr.isatty(),
         )
         _drain_all(files)  # drop output from before this watch
