@@ -5,9 +5,13 @@ Layout of a run directory::
     run.json        command, mode, warm-up, env subset, versions, times, exit code, status,
                     cache (the persistent cache: runtime/cache_summary.py)
     events.jsonl    start / execution / step / end events, one JSON object per line
-    graphs/<h>.txt  diagnose mode: torch_xla's saved record of each new graph (frames, IR with
-                    location=func@file:line tags, Graph Hash), named by graph hash
-    raw/            torch_xla's own debug files, emptied as the run goes
+    graphs/<h>.hlo.txt  diagnose mode: each new program as XLA compiled it (its HLO before
+                    optimizations, with source_file/source_line metadata), after a header with
+                    the graph hash and the function around each source line (runtime/compile_dumps.py)
+    graphs/<h>.txt  thread ranks in diagnose mode, and runs recorded before: torch_xla's saved
+                    record of the graph (frames, IR with location=func@file:line tags, Graph Hash)
+    raw/            torch_xla's own debug files, emptied as the run goes; xla_dump.<pid>/ is
+                    XLA's dump directory, emptied after each step that compiled
 
 Events (every one has "event" and "pid"; steps and executions also "rank"):
 
