@@ -60,6 +60,7 @@ class SummaryCache:
         self.file = directory / f"summaries-{key}.pickle"
         self.results_file = directory / f"results-{key}.pickle"
         self.delta_file = directory / f"delta-{key}.pickle"  # entries changed since self.file
+        self.rules_file = directory / f"rules-{key}.pickle"  # rule codes of this linter build
         self.environment_file = directory / "environment.pickle"  # installed modules, by content
         self.answers_file = directory / "environment-answers.pickle"  # their answers, by lookups
         self._entries: dict[str, tuple[str, FileSummary]] | None = None
@@ -117,8 +118,8 @@ class SummaryCache:
             for key in [k for k in entries if not os.path.exists(k.split("\0", 1)[0])]:
                 del entries[key]  # files deleted or renamed since
             for stale in [*self.directory.glob("summaries-*.pickle"), *self.directory.glob("results-*.pickle"),
-                          *self.directory.glob("delta-*.pickle")]:
-                if stale not in (self.file, self.results_file):
+                          *self.directory.glob("delta-*.pickle"), *self.directory.glob("rules-*.pickle")]:
+                if stale not in (self.file, self.results_file, self.rules_file):
                     stale.unlink(missing_ok=True)  # another linter build or config, or folded in
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".pickle")
             with os.fdopen(fd, "wb") as handle:
@@ -128,6 +129,20 @@ class SummaryCache:
         except OSError:
             pass  # a read-only tree still lints, just without a cache
         self._dirty = False
+
+    # ------------------------------------------------------------------ rule codes
+    # The codes of this build's rules (the key covers the rules' source), so that a run
+    # answered from the cache selects rules without importing them (and libcst).
+    def rule_codes(self) -> list[str] | None:
+        try:
+            with open(self.rules_file, "rb") as handle:
+                codes = pickle.load(handle)
+        except Exception:  # noqa: BLE001 - any unreadable file is just a miss
+            return None
+        return codes if isinstance(codes, list) and all(isinstance(c, str) for c in codes) else None
+
+    def save_rule_codes(self, codes: list[str]) -> None:
+        self._write(self.rules_file, list(codes))
 
     # ------------------------------------------------------------------ installed modules
     # Parsed installed modules (detective.lint.environment), keyed by path and checked by

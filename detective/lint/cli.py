@@ -11,7 +11,7 @@ import click
 
 from detective.lint.config import ConfigError, load_config
 from detective.lint.model import SEVERITIES
-from detective.lint.rule import all_rules, expand_selectors
+from detective.lint.rule import all_rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -56,8 +56,7 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
         raise click.UsageError("--fix and --diff are exclusive: --diff previews what --fix writes")
     try:
         config = load_config(config_path, start=Path(paths[0]))
-        select_codes, ignore_codes = _codes(select), _codes(ignore)
-        expand_selectors(select_codes + ignore_codes)
+        select_codes, ignore_codes = _codes(select), _codes(ignore)  # lint_paths checks them
 
         def run():
             return lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes, jobs=jobs,

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from detective.lint.analyze import SourceError, analyze, decode
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
@@ -125,6 +124,10 @@ def _facts(path: Path) -> tuple[str, str, str, bool, str]:
 
 
 def _summarise_file(job: tuple) -> FileSummary:
+    # libcst and the rules are imported only when a file is analysed: a run answered from
+    # the cache never pays for them.
+    from detective.lint.analyze import SourceError, analyze, decode
+
     path, module, root, is_package, roots, raw = job
     try:
         if raw is None:
@@ -236,8 +239,14 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
 
 
 def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> LintResult:
-    enabled = expand_selectors(select or config.select) - expand_selectors(
-        [*config.ignore, *(ignore or [])]
+    cache = cache_for(config) if use_cache else None
+    codes = cache.rule_codes() if cache is not None else None
+    if codes is None:
+        codes = sorted(rules_by_code())
+        if cache is not None:
+            cache.save_rule_codes(codes)
+    enabled = expand_selectors(select or config.select, codes) - expand_selectors(
+        [*config.ignore, *(ignore or [])], codes
     )
     files, errors = discover(paths, config)
     context_files: list[Path] = []
@@ -245,7 +254,6 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
         named = {_absolute(f) for f in files}
         extra, _ = discover(project, config)
         context_files = [f for f in extra if _absolute(f) not in named]
-    cache = cache_for(config) if use_cache else None
     read: dict[Path, tuple] | None = None
     result_key = None
     if cache is not None:
@@ -393,6 +401,8 @@ def lint_sources(sources: dict[str, str], config: Config | None = None, select=N
 
 def summarise_sources(sources: dict[str, str], config: Config | None = None) -> list[FileSummary]:
     config = config or Config()
+    from detective.lint.analyze import analyze
+
     summaries = []
     for path, source in sources.items():
         module, is_package = _module_from_names(path, sources)

@@ -23,9 +23,10 @@ import pkgutil
 import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
+if TYPE_CHECKING:  # rule modules import libcst; this registry does not need to
+    import libcst as cst
 
 
 @dataclass(frozen=True)
@@ -130,9 +131,10 @@ def rules_by_code() -> dict[str, type[Rule]]:
     return {r.code: r for r in all_rules()}
 
 
-def expand_selectors(selectors) -> set[str]:
-    """Codes matched by exact codes or prefixes (``RC0``, ``RC``); unknown ones raise."""
-    codes = set(rules_by_code())
+def expand_selectors(selectors, codes=None) -> set[str]:
+    """Codes matched by exact codes or prefixes (``RC0``, ``RC``); unknown ones raise.
+    ``codes``: every rule's code when already known (else the rules are imported)."""
+    codes = set(codes if codes is not None else rules_by_code())
     chosen: set[str] = set()
     for selector in selectors:
         selector = selector.strip().upper()
