@@ -140,3 +140,26 @@ def test_a_few_changed_summaries_go_to_a_delta_file_until_many_change(tmp_path, 
     assert run() == ([("m0.py", "RC001")], 16, 5)
     assert main.stat().st_mtime_ns != written and not list(cache_dir.glob("delta-*.pickle"))
     assert run() == ([("m0.py", "RC001")], 21, 0)
+
+
+def test_a_run_answered_from_the_cache_imports_neither_libcst_nor_the_rules(tmp_path, cache_dir):
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text("import torch_xla\n\n\n@torch_xla.compile\ndef step(x):\n"
+                                       "    return x.item()\n")
+    env = {**os.environ, "DETECTIVE_CACHE_DIR": str(cache_dir)}
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-X", "importtime", "-m", "detective", "lint", *extra, "."],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    first, second = run(), run()
+    assert first.returncode == second.returncode == 1 and first.stdout == second.stdout
+    assert "RC001" in second.stdout
+    assert " libcst" in first.stderr and " libcst" not in second.stderr
+    assert "detective.rules.rc001" not in second.stderr
+    for path in cache_dir.glob("rules-*.pickle"):
+        path.write_bytes(b"garbage")  # unreadable: the rules are imported again
+    assert run("--select", "RC0").stdout == second.stdout
+    assert run("--select", "XX9").returncode == 2
