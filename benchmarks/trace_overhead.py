@@ -64,16 +64,18 @@ def _training_step(hidden: int, batch: int):
 
 def worker(steps: int, hidden: int, batch: int) -> None:
     import torch_xla.core.xla_model as xm
+    import torch_xla.debug.metrics as met
 
     step, _, _ = _training_step(hidden, batch)
     for i in range(WARMUP_STEPS):
         step(i)
     xm.wait_device_ops()
+    _, compile_ns, _ = met.metric_data("CompileTime")  # the warm-up's compiles
     start = time.perf_counter()
     for i in range(steps):
         step(i)
     xm.wait_device_ops()
-    print(json.dumps({"step_ms": (time.perf_counter() - start) * 1000 / steps}))
+    print(json.dumps({"step_ms": (time.perf_counter() - start) * 1000 / steps, "compile_s": compile_ns / 1e9}))
 
 
 def floor_worker(steps: int, hidden: int, batch: int) -> None:
@@ -130,7 +132,12 @@ def measure(variant: str, args, tmp: Path, round_no: int) -> float:
     proc = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     if variant in ("count", "diagnose"):
         _check_recorded(out, WARMUP_STEPS + args.steps, variant)
-    return json.loads(proc.stdout.strip().splitlines()[-1])["step_ms"]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    compile_seconds.setdefault(variant, []).append(result["compile_s"])
+    return result["step_ms"]
+
+
+compile_seconds: dict[str, list[float]] = {}  # variant -> CompileTime of the warm-up, per round
 
 
 def _check_recorded(out: Path, steps: int, variant: str) -> None:
@@ -213,6 +220,11 @@ def breakdown(times: dict[str, list[float]]) -> str:
     bare = statistics.median(times["bare"])
     lines.append(f"  target for diagnose: at most +15% (at ~6 ms steps) and +0.3 ms (at ~1.6 ms steps); "
                  f"here bare {bare:.2f} ms: {ratio:.3f}x, {ms * 1000:+.0f} us")
+    if compile_seconds:
+        lines.append("what a step that compiles pays instead (CompileTime of the warm-up's compiles, median):")
+        lines.append("  " + "  ".join(f"{v} {statistics.median(compile_seconds[v]):.3f} s" for v in times))
+        dump = statistics.median(a / b for a, b in zip(compile_seconds["diagnose"], compile_seconds["ir-debug"]))
+        lines.append(f"  XLA's dump at each compile: diagnose / ir-debug {dump:.2f} (median in-round ratio)")
     return "\n".join(lines)
 
 
