@@ -20,7 +20,8 @@ NON_TENSOR_ANNOTATIONS = frozenset({
 OPTION_PREFIXES = ("return_", "use_", "is_", "has_", "output_", "need_", "enable_", "with_", "skip_",
                    "apply_", "do_", "num_", "n_")
 OPTION_SUFFIXES = ("_name", "_type", "_mode", "_only", "_flag", "_state", "_cache", "_degree",
-                   "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx")
+                   "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx", "_num",
+                   "_step", "_epoch")
 OPTION_NAMES = frozenset({"name", "mode", "key", "task", "config", "cfg", "kwargs", "args", "step",
                           "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx"})
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
@@ -55,25 +56,29 @@ def _compares_values(value: cst.BaseExpression) -> bool:
                    or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
 
 
-def _annotation_names(node: cst.BaseExpression) -> set[str]:
-    """Every name in an annotation: ``Optional[Dict[str, Tensor]]`` -> {Optional, Dict, str, Tensor}."""
-    names = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Name):
-            names.add(current.value)
-        elif isinstance(current, cst.Attribute):
-            names.add(current.attr.value)
-        elif isinstance(current, cst.Subscript):
-            stack.append(current.value)
-            stack += [e.slice.value for e in current.slice if isinstance(e.slice, cst.Index)]
-        elif isinstance(current, cst.BinaryOperation):  # X | None
-            stack += [current.left, current.right]
-        elif isinstance(current, (cst.SimpleString,)):
-            names |= set(str(current.evaluated_value or "").replace("[", " ").replace("]", " ")
-                         .replace(",", " ").replace(".", " ").split())
-    return names - {"Optional", "Union", "None"}
+def _annotation_is_tensor(node: cst.BaseExpression) -> bool:
+    """``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``, ``"Tensor"``,
+    ``Float[Tensor, "b d"]``; not a container of tensors (``List[Tensor]``, ``Dict[...]``)."""
+    if isinstance(node, cst.SimpleString):
+        text = str(node.evaluated_value or "").replace(" ", "")
+        head = text.split("[", 1)[0].rsplit(".", 1)[-1]
+        return head.endswith("Tensor") or (head in {"Optional", "Union"} and "Tensor" in text
+                                           and not any(c in text for c in ("List[", "Dict[", "Tuple[")))
+    if isinstance(node, cst.Name):
+        return node.value.endswith("Tensor")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value.endswith("Tensor")
+    if isinstance(node, cst.BinaryOperation):  # Tensor | None
+        return _annotation_is_tensor(node.left) or _annotation_is_tensor(node.right)
+    if isinstance(node, cst.Subscript):
+        head = node.value.attr.value if isinstance(node.value, cst.Attribute) else getattr(node.value, "value", "")
+        items = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if head in {"Optional", "Union"}:
+            return any(_annotation_is_tensor(i) for i in items)
+        if head in NON_TENSOR_ANNOTATIONS or head.lower() in {"list", "dict", "tuple", "set", "sequence"}:
+            return False
+        return bool(items) and _annotation_is_tensor(items[0])  # Float[Tensor, "b d"]
+    return False
 
 
 class TensorInference:
@@ -86,9 +91,9 @@ class TensorInference:
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         annotation = param.annotation
         if annotation is not None:
-            # Annotated: the annotation decides (group: dist.ProcessGroup, inference: bool).
-            names = _annotation_names(annotation.annotation)
-            return any("Tensor" in n for n in names)
+            # Annotated: the annotation decides (group: dist.ProcessGroup, inference: bool,
+            # state: Optional[Dict[str, List[Tensor]]] is a dict).
+            return _annotation_is_tensor(annotation.annotation)
         if not is_forward:
             return False
         name = param.name.value

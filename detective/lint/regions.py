@@ -36,7 +36,8 @@ CUDA_GRAPH_CALLS = frozenset({
     "torch.cuda.graph", "torch.cuda.CUDAGraph", "torch.cuda.make_graphed_callables",
     "torch.cuda.graphs.graph", "torch.cuda.graphs.CUDAGraph",
 })
-ERROR_LOGS = frozenset({"error", "exception", "critical", "fatal"})
+ERROR_LOGS = frozenset({"error", "exception", "critical", "fatal", "warning", "warn"})
+WARN_CALLS = frozenset({"warnings.warn"})  # its message is built only when the odd case happens
 # Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
 XLA_FLAGS = frozenset({"xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla"})
 FALSE_ON_XLA = frozenset({
@@ -287,6 +288,8 @@ class Regions:
         if isinstance(func, cst.Attribute) and func.attr.value in ERROR_LOGS \
                 and "log" in dotted_tail(func.value).lower():
             self.dead.update(id(a) for a in node.args)  # logger.error(f"... {x.item()}")
+        elif dotted in WARN_CALLS:
+            self.dead.update(id(a) for a in node.args)
         if dotted in SYNC_CALLS:
             block = self._blocks[-1]
             block[2] = block[1]

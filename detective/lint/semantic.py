@@ -411,11 +411,32 @@ class SemanticModel:
             self.bind_target(target)  # keys, names and indices: not input data
         elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
             self.bind_target(target.elements[0].value)
-            over_tensor = bool(it.args) and self.infer.is_tensor(it.args[0].value)
-            self.bind_target(target.elements[1].value, data=True, tensor=over_tensor)
+            self._bind_items(target.elements[1].value, it.args[0].value if it.args else None)
         else:
             # for row in batch_tensor: each row is a tensor too.
-            self.bind_target(target, data=True, tensor=self.infer.is_tensor(it))
+            self._bind_items(target, it)
+
+    def _bind_items(self, target: cst.BaseExpression, iterable: cst.BaseExpression | None) -> None:
+        """Loop targets over ``iterable``: tensors when it is one, on the same trust (the items
+        of ``product(...)`` or of a helper's result are tensors only if it returns one)."""
+        infer = self.infer
+        infer.assumed.clear()
+        tensor = iterable is not None and infer.is_tensor(iterable)
+        trusted = tuple(dict.fromkeys(infer.assumed)) if tensor else ()
+        infer.assumed.clear()
+        self.bind_target(target, data=True, tensor=tensor)
+        stack = [target]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (cst.Tuple, cst.List)):
+                stack.extend(e.value for e in node.elements)
+            elif isinstance(node, cst.StarredElement):
+                stack.append(node.value)
+            elif isinstance(node, cst.Name):
+                if trusted:
+                    self.function.assumed_names[node.value] = trusted
+                else:
+                    self.function.assumed_names.pop(node.value, None)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func

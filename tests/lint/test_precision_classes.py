@@ -171,3 +171,31 @@ def test_names_with_mask_that_name_a_key_are_no_mask():
         """,
     })
     assert found == [("attn.py", 8, "RC005", "warning")]
+
+
+def test_containers_of_tensors_options_and_product_items_are_no_tensors():
+    found = lint({
+        "dec.py": """
+            from itertools import product
+            from typing import Dict, List, Optional
+            import warnings
+            import torch
+
+            class Decoder(torch.nn.Module):
+                def forward(self, x, state: Optional[Dict[str, List[torch.Tensor]]] = None,
+                            update_num=None, mask: Optional[torch.Tensor] = None):
+                    if state:                        # a dict of tensors
+                        x = x + 1
+                    if update_num > 100:             # an option, named like one
+                        x = x * 2
+                    for contiguous, accumulate in product([True, False], repeat=2):
+                        if not contiguous:           # Python bools from itertools
+                            x = x + 1
+                    if x.max() > 9:
+                        warnings.warn(f"odd values: {x.max().item()}")   # only in the odd case
+                    if mask.any():                   # Optional[Tensor] is a tensor
+                        x = x * mask
+                    return x
+        """,
+    })
+    assert {(line, code) for _, line, code, _ in found} == {(17, "RC002"), (19, "RC002")}
