@@ -21,9 +21,10 @@ OPTION_PREFIXES = ("return_", "use_", "is_", "has_", "output_", "need_", "enable
                    "apply_", "do_", "num_", "n_")
 OPTION_SUFFIXES = ("_name", "_type", "_mode", "_only", "_flag", "_state", "_cache", "_degree",
                    "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx", "_num",
-                   "_step", "_epoch")
+                   "_step", "_epoch", "_spec", "_group", "_mesh")
 OPTION_NAMES = frozenset({"name", "mode", "key", "task", "config", "cfg", "kwargs", "args", "step",
-                          "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx"})
+                          "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx",
+                          "mesh", "group", "process_group", "spec", "partition_spec"})
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
 MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "_count", "_prob",
                  "_probs", "_ratio", "_type", "_token", "_fn", "_key", "_keys", "_name", "_names", "_kind",
@@ -31,7 +32,8 @@ MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "
 
 
 # Builtins and math functions that turn a tensor operand into a Python number.
-HOST_BUILTINS = frozenset({"int", "float", "round", "len", "min", "max", "math.ceil",
+# (Not len(): the length of a tensor is its first dimension, static shape metadata.)
+HOST_BUILTINS = frozenset({"int", "float", "round", "min", "max", "math.ceil",
                            "math.floor", "math.sqrt", "math.log", "math.log2", "ceil", "floor"})
 
 
