@@ -20,7 +20,8 @@ class HostSync(Rule):
     ## What it does
     Flags reads of a tensor's value on the host inside a compiled or traced region:
     `.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to("cpu")`, `float(t)`/`int(t)`/`bool(t)`
-    of a tensor, `torch.equal`/`allclose`, and printing or formatting a tensor.
+    of a tensor, `not t` assigned or returned (in a branch test it is RC002),
+    `torch.equal`/`allclose`, and printing or formatting a tensor.
 
     A read of a tensor made on the CPU in the same function (`torch.zeros(n)`,
     `torch.tensor(x.size())` with no `device=`), and `.numpy()` (which raises on a device
@@ -301,6 +302,20 @@ class Head(PreTrainedModel):
 """,
             line=6,
         ),
+        Invalid(
+            """
+import torch
+
+def has_only_one_value(t):
+    return (t == t[0]).all()
+
+class Experts(torch.nn.Module):
+    def forward(self, x, sizes):
+        var_len = not has_only_one_value(sizes)  # Tensor.__bool__ outside any if
+        return x if var_len else x * 2
+""",
+            line=9,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -354,6 +369,21 @@ class Head(PreTrainedModel):
         if cpu:
             message += T.CPU_NOTE
         self.report(node, message, subject=subject, severity="info" if cpu else "warning")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._negation(node.value)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None:
+            self._negation(node.value)
+
+    def _negation(self, value: cst.BaseExpression) -> None:
+        """``flag = not has_one_value(t)``: ``not`` calls ``Tensor.__bool__`` (in an ``if`` it is RC002's)."""
+        context = self.context
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not) \
+                and context.is_tensor(value.expression) and not context.after_sync():
+            self._report(value, "`not` of a tensor reads its value on the host", "not",
+                         context.made_on_cpu(value.expression))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         context = self.context

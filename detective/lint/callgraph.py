@@ -255,6 +255,11 @@ class Project:
             item = scope.return_items[index] if index < len(scope.return_items) else ""
             return item == "tensor" or any(
                 self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in item.split("|") if t)
+        if position and scope.return_calls:
+            # return _impl_cuda(...) / return _impl_cpu(...): the position of what they return.
+            prefix = "~" if veto_only else ""
+            return any(self.returns_tensor(f"{prefix}{t}@{position}", summary, scope.class_name, depth + 1)
+                       for t in scope.return_calls)
         key = (node, unresolved)
         if key in self._returns:
             return self._returns[key]

@@ -199,3 +199,26 @@ def test_containers_of_tensors_options_and_product_items_are_no_tensors():
         """,
     })
     assert {(line, code) for _, line, code, _ in found} == {(17, "RC002"), (19, "RC002")}
+
+
+def test_a_tuple_returned_through_a_dispatching_helper_keeps_its_positions():
+    found = lint({
+        "utils.py": """
+            def _get_targets(tokens, pad):
+                def _on_cpu(tokens, pad):
+                    masks = tokens.ne(pad)
+                    return masks, tokens.sum()
+
+                return _on_cpu(tokens, pad)
+        """,
+        "model.py": """
+            import torch
+            from utils import _get_targets
+
+            class Model(torch.nn.Module):
+                def forward(self, tokens, tgt):
+                    masks, total = _get_targets(tokens, 1)
+                    return tgt[~masks]
+        """,
+    })
+    assert found == [("model.py", 8, "RC005", "warning")]
