@@ -13,11 +13,13 @@ READ_AT_IMPORT = frozenset({
     "XLA_FLAGS", "LIBTPU_INIT_ARGS", "PT_XLA_DEBUG", "TPU_LIBRARY_PATH", "TPU_MEGACORE",
     "XLA_REGISTER_INSTALLED_PLUGINS", "XLA_USE_EAGER_DEBUG_MODE",
 })
-# Read again at every use: XLA_STABLEHLO_COMPILE at each compile (PJRT client), the others by
-# torch_xla's Python code at each call (dynamo bridge, debug file, all_reduce).
+# Read again at every use: XLA_STABLEHLO_COMPILE at each compile (PJRT client),
+# XLA_AUTO_SPMD_MESH at each graph hash (pytorch/xla's test_xla_auto_sharding asserts a change
+# takes effect), the others by torch_xla's Python code at each call (dynamo bridge, debug file,
+# all_reduce).
 READ_PER_USE = frozenset({
-    "XLA_STABLEHLO_COMPILE", "XLA_DYNAMO_INPUT_SHARDING_CHECK_THRESHOLD", "PT_XLA_DEBUG_FILE",
-    "XLA_ALWAYS_ALLREDUCE",
+    "XLA_STABLEHLO_COMPILE", "XLA_AUTO_SPMD_MESH", "XLA_DYNAMO_INPUT_SHARDING_CHECK_THRESHOLD",
+    "PT_XLA_DEBUG_FILE", "XLA_ALWAYS_ALLREDUCE",
 })
 
 

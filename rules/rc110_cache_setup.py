@@ -9,6 +9,16 @@ from detective.lint.rule import Invalid, Valid
 from detective.rules.rc106_spmd_after_tensors import SpmdAfterTensors
 
 INITIALIZE_CACHE = frozenset({"torch_xla.runtime.initialize_cache"})
+# What compiles a program (and so sets torch_xla's computation cache up): a sync, or a read
+# of a value. Creating XLA tensors or moving a model does not (checked on torch_xla 2.9:
+# _xla_computation_cache_is_initialized() stays False until the first sync).
+COMPILING_CALLS = frozenset({
+    "torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step",
+    "torch_xla.core.xla_model.wait_device_ops",
+})
+VALUE_READS = frozenset({"item", "tolist", "cpu", "numpy"})
+COMPILES = "compiles-xla"
+
 # Calls that run a function in several processes: what they are given is multi-process code.
 LAUNCHERS = frozenset({
     "torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch", "torch_xla.torch_xla.launch",
@@ -28,14 +38,15 @@ class CacheSetup(SpmdAfterTensors):
 
     code = "RC110"
     name = "cache-setup"
-    summary = ("xr.initialize_cache() after XLA tensors exist, or one writable cache path for every "
-               "process of a multi-process script")
+    summary = ("xr.initialize_cache() after the first compile (a sync or a value read), or one writable "
+               "cache path for every process of a multi-process script")
     applies_to = "xla-code"
     doc = """
     ## What it does
     Flags `torch_xla.runtime.initialize_cache()` when, earlier in the same function (or
-    module body), a tensor or model was put on an XLA device, or a function was called that
-    does so (in any file of the project). In a script that starts several processes
+    module body), a program was compiled (`torch_xla.sync()`, `xm.mark_step()`, a value read
+    such as `.item()`), or a function was called that does so (in any file of the project).
+    Creating XLA tensors or moving a model to the device compiles nothing and is fine. In a script that starts several processes
     (`xmp.spawn`, `torch_xla.launch`, `multiprocessing`, `torch.distributed`), it also flags
     a cache opened for writing (`readonly` left out or `False`) at a path that names no
     rank, ordinal or host: at module level, in a function handed to a launcher (or one it
@@ -55,6 +66,7 @@ class CacheSetup(SpmdAfterTensors):
     ## Example
     ```python
     model = build_model().to(torch_xla.device())
+    warm_up(model)            # runs a step and syncs: the first compile
     xr.initialize_cache("/mnt/shared/xla_cache")
     ```
 
@@ -75,6 +87,17 @@ import torch_xla.runtime as xr
 
 xr.initialize_cache("/tmp/xla_cache")
 model = torch.nn.Linear(4, 4).to(torch_xla.device())
+"""
+        ),
+        Valid(
+            """
+import torch
+import torch_xla
+import torch_xla.runtime as xr
+
+model = torch.nn.Linear(4, 4).to(torch_xla.device())  # moving a model compiles nothing
+xr.initialize_cache("/tmp/xla_cache")
+torch_xla.sync()
 """
         ),
         Valid(
@@ -138,9 +161,10 @@ import torch_xla.runtime as xr
 
 device = torch_xla.device()
 weights = torch.zeros(8, device=device)
+print(weights.sum().item())  # the first compile
 xr.initialize_cache("/tmp/xla_cache")
 """,
-            line=8,
+            line=9,
         ),
         Invalid(
             """
@@ -148,14 +172,17 @@ import torch
 import torch_xla
 import torch_xla.runtime as xr
 
-def build():
-    return torch.nn.Linear(4, 4).to(torch_xla.device())
+def warm_up():
+    model = torch.nn.Linear(4, 4).to(torch_xla.device())
+    model(torch.ones(2, 4, device=torch_xla.device()))
+    torch_xla.sync()
+    return model
 
 def main():
-    model = build()
+    model = warm_up()
     xr.initialize_cache("/tmp/xla_cache")
 """,
-            line=11,
+            line=14,
         ),
         Invalid(
             """
@@ -181,13 +208,14 @@ if __name__ == "__main__":
         self._writers: list[tuple[cst.Call, str]] = []  # initialize_cache calls opened for writing
         self._multi_process = False  # the script itself is one of several processes
         self._launched: set[str] = set()  # functions handed to a multi-process launcher
+        self._compiled: set[str] = set()  # scopes that have compiled a program so far
         self._calls: dict[str, set[str]] = {}  # top-level function -> functions it calls by name
 
     def _note_launch(self, node: cst.Call, dotted: str | None) -> None:
         context = self.context
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         names = [a.value.value for a in node.args if isinstance(a.value, cst.Name)]
-        if dotted in LAUNCHERS or method in POOL_MAPS:
+        if dotted in LAUNCHERS or method in POOL_MAPS or method == "Process":  # ctx.Process(target=...)
             positional = [a.value for a in node.args if a.keyword is None]
             target = P.keyword(node, "target")
             fn = target.value if target is not None else (positional[0] if positional else None)
@@ -208,18 +236,32 @@ if __name__ == "__main__":
             return  # RC106's own subject
         if dotted not in INITIALIZE_CACHE:
             super().visit_Call(node)
+            method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+            if dotted in COMPILING_CALLS or (method in VALUE_READS and not node.args):
+                self._compiled.add(context.scope.qualname)
+                if COMPILES not in context.scope.tags:
+                    context.scope.tags.append(COMPILES)
             return
-        _, created, calls = self._scope_state()
-        if created:
-            self.report(node, "`initialize_cache()` after XLA tensors or models were created earlier in this "
-                        "scope: once a program is compiled torch_xla refuses to set the cache up and nothing "
-                        "is cached; call it before the first XLA tensor", subject="initialize_cache()")
+        _, _, calls = self._scope_state()
+        if context.scope.qualname in self._compiled:
+            self.report(node, "`initialize_cache()` after a program was compiled earlier in this scope (a sync "
+                        "or a value read): torch_xla refuses to set the cache up once it has compiled, and "
+                        "nothing is cached; call it before the first sync", subject="initialize_cache()")
         elif calls:
-            self.report(node, "`initialize_cache()` after a call that creates XLA tensors: once a program is "
-                        "compiled torch_xla refuses to set the cache up; call it before the first XLA tensor",
-                        after_calls=tuple(calls), subject="initialize_cache()")
+            self.report(node, "`initialize_cache()` after a call that compiles (syncs or reads a value): "
+                        "torch_xla refuses to set the cache up once it has compiled; call it before the "
+                        "first sync", after_calls=tuple(calls), subject="initialize_cache()")
         if _writes(node) and not _per_process(node):
             self._writers.append((node, context.scope.qualname))
+
+    @classmethod
+    def cross_check(cls, candidate, summary, project) -> bool:
+        if not candidate.after_calls:
+            return True
+        scope = summary.scopes.get(candidate.scope)
+        class_name = scope.class_name if scope else None
+        starts = [n for n in (project.resolve(t, summary, class_name) for t in candidate.after_calls) if n]
+        return bool(starts) and project.reaches_tag(starts, COMPILES)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         # Functions run by a launcher, and what they call in this file.

@@ -18,7 +18,7 @@ NON_TENSOR_ANNOTATIONS = frozenset({
 })
 # forward(self, x, name=None, return_all=None): parameters named like options, not tensors.
 OPTION_PREFIXES = ("return_", "use_", "is_", "has_", "output_", "need_", "enable_", "with_", "skip_",
-                   "apply_", "do_", "num_", "n_")
+                   "apply_", "do_", "num_", "n_", "add_", "allow_", "force_", "should_", "no_")
 OPTION_SUFFIXES = ("_name", "_type", "_mode", "_only", "_flag", "_state", "_cache", "_degree",
                    "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx", "_num",
                    "_step", "_epoch", "_spec", "_group", "_mesh")
@@ -124,8 +124,8 @@ class TensorInference:
         if name is None or name in function.host_names or name in function.cpu_names:
             return False
         lowered = name.lower()
-        if "mask" not in lowered or lowered.endswith(MASK_SUFFIXES):
-            return False
+        if "mask" not in lowered or lowered.endswith(MASK_SUFFIXES) or name.isupper():
+            return False  # ATTENTION_MASK: a constant naming a key, not a mask
         self.weigh_receiver(node)  # mask = masks[i] of np.zeros(...): NumPy vetoes
         return True
 
@@ -228,7 +228,8 @@ class TensorInference:
         alone)? Reading its value syncs no device on XLA (under torch.compile it still
         breaks the graph)."""
         if isinstance(node, cst.Name):
-            return node.value in self.model.function.cpu_made_names
+            # cu_seqlens_cpu: a name that says where the tensor lives.
+            return node.value in self.model.function.cpu_made_names or node.value.endswith("_cpu")
         if isinstance(node, cst.Call):
             func = node.func
             dotted = self.model.resolve(func) or ""
