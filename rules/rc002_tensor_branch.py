@@ -46,6 +46,19 @@ class TensorBranch(Rule):
             """
 import torch
 
+class CharEmbedder(torch.nn.Module):
+    def forward(self, chars):
+        pads = chars[:, 0].eq(0)
+        if self.onnx_trace:  # only while exporting to ONNX, never on XLA
+            if pads.any():
+                chars = chars * 1
+        return chars
+"""
+        ),
+        Valid(
+            """
+import torch
+
 class Net(torch.nn.Module):
     def forward(self, x, mask=None, training: bool = False):
         if mask is not None:          # identity test: no value read

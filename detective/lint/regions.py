@@ -409,6 +409,8 @@ def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
     if isinstance(test, cst.Attribute):
         if test.attr.value in XLA_FLAGS:
             return 1
+        if "onnx" in test.attr.value.lower():
+            return -1  # self.onnx_trace: set only while exporting to ONNX
         return -1 if test.attr.value in {"is_cuda", "is_cpu", "is_mps"} else 0
     if isinstance(test, cst.Name):
         return 1 if test.value in XLA_FLAGS else names.get(test.value, 0)
