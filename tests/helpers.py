@@ -65,9 +65,10 @@ def counts_path(out: Path) -> Path:
     return out.parent / f"{out.name}.{COUNTS_FILE}"
 
 
-def record(out: Path, script: Path, mode: str, *options: str) -> Recorded:
+def record(out: Path, script: Path, mode: str, *options: str, env: dict | None = None) -> Recorded:
     """``detective run --quiet --mode MODE --out OUT -- python count_compiles.py ... SCRIPT``."""
-    proc = detective("run", "--quiet", "--mode", mode, "--out", str(out), *options, "--", *counted(out, script))
+    proc = detective("run", "--quiet", "--mode", mode, "--out", str(out), *options, "--", *counted(out, script),
+                     env=env)
     return Recorded(script, out, proc.returncode, proc.stderr)
 
 

@@ -8,6 +8,7 @@ The runs are recorded once per session (two at a time) by the fixture below.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,10 @@ from detective.runtime.record import load_run
 from detective.report.steps import text_report
 
 
+# one run with XLA_FLAGS of the user's own, a dump directory included: kept as they are
+USER_XLA_FLAGS = "--xla_dump_to={root}/user-dump --xla_cpu_enable_fast_math=false"
+
+
 @pytest.fixture(scope="session")
 def recorded(tmp_path_factory) -> dict[str, Recorded]:
     root = tmp_path_factory.mktemp("diagnosed")
@@ -31,7 +36,9 @@ def recorded(tmp_path_factory) -> dict[str, Recorded]:
         for variant in ("broken", "fixed"):
             jobs[f"{pair}_{variant}"] = STORMS / f"{pair}_{variant}.py"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(record, root / name, script, "diagnose") for name, script in jobs.items()}
+        envs = {"log_before_sync": {**os.environ, "XLA_FLAGS": USER_XLA_FLAGS.format(root=root)}}
+        futures = {name: pool.submit(record, root / name, script, "diagnose", env=envs.get(name))
+                   for name, script in jobs.items()}
         futures["count_mode"] = pool.submit(record, root / "count_mode", STORMS / "counter_slice_broken.py", "count")
         results = {name: future.result() for name, future in futures.items()}
     for name, result in results.items():
@@ -300,6 +307,19 @@ def test_value_read_that_cuts_a_later_step(recorded):
     assert (sync["line"], sync["steps"], sync["of_steps"]) == (read, 2, 8)
     assert [(f["code"], f["line"], f["relation"]) for f in sync["findings"]] == [("RC001", read, "at this line")]
 
+
+
+def test_user_xla_flags_and_dump_directory_are_kept(recorded):
+    """Diagnose mode adds to the user's XLA_FLAGS; their own dump directory is read, never emptied."""
+    run = recorded["log_before_sync"]
+    root = run.out.parent
+    meta = load_run(run.out).meta
+    flags = meta["traced_env"]["XLA_FLAGS"].split()
+    assert flags[:2] == USER_XLA_FLAGS.format(root=root).split() and "--xla_dump_hlo_as_text" in flags
+    compiles = meta["final_metrics"]["UncachedCompile"]
+    assert len(list((root / "user-dump").glob("module_*.before_optimizations.txt"))) == compiles
+    assert not list((run.out / "raw").glob("xla_dump.*"))
+    assert len(list((run.out / "graphs").glob("*.hlo.txt"))) == compiles  # the report used them above
 
 
 def test_count_mode_run_says_diagnose_is_needed(recorded):
