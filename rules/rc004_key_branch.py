@@ -19,7 +19,10 @@ class KeyBranch(Rule):
     `if batch.get("mask"):`, `batch.pop("mask", None)`, also on nested mappings
     (`"attention_mask" in batch["encoder"]`). The mapping must be data that comes in per
     call: a parameter of the function or the loop variable of a step loop. `hasattr(obj,
-    "name")` is not a key test (it asks about a module, weight or config attribute).
+    "name")` is not a key test (it asks about a module, weight or config attribute). Each
+    mapping and key is reported once per function (a second test has the first one's
+    answer), and `if state.get("k") is None: state["k"] = ...` is not reported (the branch
+    fills the key it lacked, so later code sees one key set).
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so every

@@ -22,7 +22,8 @@ class LocalMetricBeforeReduce(Rule):
     `xm.all_reduce` or `xm.mesh_reduce` in the same function, and, in a distributed
     program (one that calls `xmp.spawn`, `torch_xla.launch`, `xr.world_size()`,
     `xm.get_ordinal()`, a reduce, ...), `.item()`/`.cpu()` of a metric-like name
-    (`loss`, `acc`, `correct`, ...) inside a loop before any reduce in that loop.
+    (`loss`, `acc`, `correct`, ...) inside a loop before any reduce in that loop, unless
+    the value read is thrown away (`loss.item()` alone, `_ = ...`, a name never used again).
 
     ## Why is this bad?
     The value read is this replica's local one: the log shows one shard's loss as if it
