@@ -48,6 +48,7 @@ class FunctionFrame:
     cpu_made_names: set[str] = field(default_factory=set)  # torch.zeros(n) with no device: CPU tensors
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
+    guessed_names: set[str] = field(default_factory=set)  # forward(self, x, adaptive_r=None): tensors by guess
 
 
 @dataclass
@@ -237,6 +238,8 @@ class SemanticModel:
             frame.data_names.add(pname)
             if self.infer.param_is_tensor(param, is_forward=is_forward):
                 frame.tensor_names.add(pname)
+                if param.annotation is None:
+                    frame.guessed_names.add(pname)
         self.functions.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -277,6 +280,7 @@ class SemanticModel:
             return
         name = target.value
         frame.locals.add(name)
+        frame.guessed_names.discard(name)  # rebound: no longer the argument as passed
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names)):
@@ -303,8 +307,10 @@ class SemanticModel:
         container = not tensor and self._is_model_output(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
-                # Attributes outlive the walk's program point: only definite tensors count.
-                self._bind_attribute(target, value, tensor and not trusted)
+                # Attributes outlive the walk's program point: only definite tensors count
+                # (not a forward argument taken for a tensor by its name or None default).
+                guessed = isinstance(value, cst.Name) and value.value in self.function.guessed_names
+                self._bind_attribute(target, value, tensor and not trusted and not guessed)
                 continue
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
                 self.function.container_names.add(target.value.value)  # d["k"] = tensor

@@ -222,3 +222,28 @@ def test_a_tuple_returned_through_a_dispatching_helper_keeps_its_positions():
         """,
     })
     assert found == [("model.py", 8, "RC005", "warning")]
+
+
+def test_an_attribute_set_from_an_optional_argument_is_no_tensor_for_the_class():
+    found = lint({
+        "moe.py": """
+            import torch
+
+            class MoE(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.degree = 1
+                    self.scale = torch.ones(1)
+
+                def forward(self, x, adaptive_r=None):
+                    if adaptive_r is not None:
+                        self.degree = adaptive_r      # an int option, passed by keyword
+                    if self.degree == 0:
+                        return x
+                    self.scale = x.abs().max()        # a definite tensor
+                    if self.scale > 1:
+                        x = x / self.scale
+                    return x
+        """,
+    })
+    assert found == [("moe.py", 16, "RC002", "warning")]
