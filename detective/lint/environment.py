@@ -34,6 +34,8 @@ from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Callable
 
+from detective.lint.cache import paused_gc
+
 MODULE = "torch.nn.modules.module.Module"
 FUNCTION = "torch.autograd.function.Function"
 # Names the torch package re-exports for the two roots, so the common case parses nothing.
@@ -197,7 +199,8 @@ class Environment:
         if self.parsed > _MAX_PARSED:
             return None
         try:
-            tree = ast.parse(raw, filename=key)
+            with paused_gc():
+                tree = ast.parse(raw, filename=key)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             record = None
         else:
