@@ -18,7 +18,8 @@ matches.
 ``benchmarks/lint_accuracy/sample*.csv`` hold findings drawn at random from
 whole-repository runs and judged by reading the code, one file per sample; the precision
 of each sample is printed apart, with the linter commit it was drawn from (samples of
-different linter commits are never pooled). ``--draw-sample N`` draws a fresh sample
+different linter commits are never pooled). Only findings shown by default (severity
+``warning``) are scored or drawn. ``--draw-sample N`` draws a fresh sample
 (fixed ``--seed``) from this run's whole-repository findings into a CSV to be judged,
 leaving out findings (repo, path, line, code) already in a sample file.
 
@@ -258,6 +259,10 @@ def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout:
         return [], f"exit {proc.returncode}: {tail[0][:200]}", elapsed
     findings = []
     for item in raw:
+        # What a user sees by default: a config found above the checkout could ask for info
+        # findings too; linters older than the severity field report warnings only.
+        if item.get("severity", "warning") != "warning":
+            continue
         rel = os.path.normpath(item["path"])
         if os.path.isabs(rel):
             rel = os.path.relpath(rel, root)
@@ -348,6 +353,8 @@ def sample_precision(rows: list[dict]) -> dict:
             "wrong": c["wrong"],
             "unclear": c["unclear"],
             "precision": c["right"] / judged if judged else None,
+            # unclear findings counted wrong: the floor of what users meet
+            "precision_strict": c["right"] / (judged + c["unclear"]) if judged + c["unclear"] else None,
         }
     return out
 
@@ -561,6 +568,11 @@ def main(argv: list[str] | None = None) -> int:
             for key in sorted(k for k in sp if k != "all") + ["all"]:
                 r = sp[key]
                 print(f"  {key:6} {fmt(r['precision']):>5} {r['right']:5} {r['wrong']:5} {r['unclear']:5}")
+            a = sp["all"]
+            judged = a["right"] + a["wrong"]
+            if judged:
+                print(f"  precision {a['right']}/{judged} = {a['precision']:.3f} (unclear left out); "
+                      f"{a['right']}/{judged + a['unclear']} = {a['precision_strict']:.3f} with unclear counted wrong")
 
         if args.draw_sample:
             out = draw_out
