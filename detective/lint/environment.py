@@ -27,8 +27,8 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
-import sys
 import os
+import sys
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
