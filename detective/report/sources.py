@@ -82,19 +82,28 @@ _SCOPE_NAMES = {ast.Lambda: "<lambda>", ast.DictComp: "<dictcomp>", ast.ListComp
                 ast.SetComp: "<setcomp>", ast.GeneratorExp: "<genexpr>"}
 
 
+@lru_cache(maxsize=256)
+def _scopes(path: str) -> tuple[tuple[int, int, bool, ast.AST], ...]:
+    """(first line with decorators, last line, is a def, node) of every def, lambda and
+    comprehension: one walk per file, however many lines are looked up in it."""
+    tree = source_tree(path)
+    if tree is None:
+        return ()
+    out = []
+    for node in ast.walk(tree):
+        is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if is_def or type(node) in _SCOPE_NAMES:
+            start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            out.append((start, getattr(node, "end_lineno", None) or start, is_def, node))
+    return tuple(out)
+
+
 def innermost_scope(path: str, line: int, defs_only: bool = False) -> ast.AST | None:
     """The innermost def (or, unless ``defs_only``, lambda or comprehension) around ``line``,
     decorators included; None at module level or when the file cannot be parsed."""
-    tree = source_tree(path)
-    if tree is None:
-        return None
     best, best_span = None, None
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (defs_only or type(node) not in _SCOPE_NAMES):
-            continue
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        end = getattr(node, "end_lineno", None) or start
-        if start <= line <= end and (best_span is None or end - start < best_span):
+    for start, end, is_def, node in _scopes(path):
+        if (is_def or not defs_only) and start <= line <= end and (best_span is None or end - start < best_span):
             best, best_span = node, end - start
     return best
 
