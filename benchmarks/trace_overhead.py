@@ -129,7 +129,7 @@ def measure(variant: str, args, tmp: Path, round_no: int) -> float:
         if variant in ("ir-debug", "ir-save"):
             env.update(IR_DEBUG)
         if variant == "ir-save":
-            out.mkdir()
+            out.mkdir(parents=True)
             env.update(XLA_SAVE_TENSORS_FILE=str(out / "ir"), XLA_SAVE_TENSORS_FMT="text")
     proc = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     if variant in ("count", "diagnose"):
@@ -194,7 +194,7 @@ def main() -> None:
         return
     variants = ("bare", *(v for v in VARIANTS[1:] if v in args.variants.split(",")))
     times: dict[str, list[float]] = {v: [] for v in variants}
-    with tempfile.TemporaryDirectory(prefix="detective-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="trace-overhead-") as tmp:
         for r in range(args.rounds):
             for v in variants:
                 times[v].append(measure(v, args, Path(tmp), r))
