@@ -8,7 +8,7 @@ mapped to a source line. Needs the IR of both, so both runs in diagnose mode.
 from __future__ import annotations
 
 from detective.cache_check.verdict import GRAPH_CHANGED, Reason
-from detective.report.attribution import _causes, _comparable, _load_graph, _Locator
+from detective.report.attribution import Locator, causes_of, comparable, load_graph
 from detective.report.diff import diff_graphs
 from detective.report.sources import Resolver
 from detective.runtime.cache_record import file_name
@@ -27,7 +27,7 @@ def graph_changes(cold, warm, missed: list[dict], misses: int, cold_files: set[s
                        "(the graphs differ from the cold run's)", count=misses)]
     diagnose = all((r.meta.get("mode") == "diagnose") for r in (cold, warm))
     frames = [f["file"] for r in (cold, warm) for e in r.execution_events for f in (e.get("frames") or [])]
-    locator = _Locator(Resolver(frames, warm.meta.get("cwd")))
+    locator = Locator(Resolver(frames, warm.meta.get("cwd")))
     cold_new = _new(cold)
     graphs: dict = {}
     found: dict[tuple, Reason] = {}
@@ -51,7 +51,7 @@ def _explain(event: dict, cold, warm, cold_new: list[dict], locator, graphs: dic
                       "; rerun with --mode diagnose to name the line that changed it",
                       site.get("file"), site.get("line"), 1)
     new_graph = _graph(warm, event, graphs)
-    candidates = [e for e in cold_new if _comparable(e, event)][-MAX_CANDIDATES:]
+    candidates = [e for e in cold_new if comparable(e, event)][-MAX_CANDIDATES:]
     best = None
     for earlier in candidates:
         old_graph = _graph(cold, earlier, graphs)
@@ -63,7 +63,7 @@ def _explain(event: dict, cold, warm, cold_new: list[dict], locator, graphs: dic
     if best is None:
         return Reason(GRAPH_CHANGED, "the warm run compiled a program from a call site the cold run never "
                       "compiled" + where, site.get("file"), site.get("line"), 1)
-    causes = _causes(best[1], locator)
+    causes = causes_of(best[1], locator)
     if not causes:
         return Reason(GRAPH_CHANGED, "same IR as the cold run's program, different hash: something outside the "
                       "graph that enters the key changed" + where, site.get("file"), site.get("line"), 1)
@@ -79,5 +79,5 @@ def _explain(event: dict, cold, warm, cold_new: list[dict], locator, graphs: dic
 def _graph(run, event: dict, graphs: dict):
     key = (run.dir, event.get("ir_path"))
     if key not in graphs:
-        graphs[key] = _load_graph(run.dir, event, {})
+        graphs[key] = load_graph(run.dir, event, {})
     return graphs[key]

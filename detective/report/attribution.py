@@ -40,14 +40,14 @@ def _site_key(event: dict):
     return (site["file"], site["line"]) if site else None
 
 
-def _comparable(a: dict, b: dict) -> bool:
+def comparable(a: dict, b: dict) -> bool:
     if a.get("graph_name") and a.get("graph_name") == b.get("graph_name"):
         return True
     key = _site_key(a)
     return key is not None and key == _site_key(b)
 
 
-class _Locator:
+class Locator:
     """Find the user line for one diff change."""
 
     def __init__(self, resolver: Resolver):
@@ -85,7 +85,7 @@ def _library_summary(nodes: list[Node]) -> str | None:
     return "library code: " + ", ".join(f"{loc} ({n} op{'s' if n > 1 else ''})" for loc, n in top)
 
 
-def _causes(diff: GraphDiff, locator: _Locator) -> list[Cause]:
+def causes_of(diff: GraphDiff, locator: Locator) -> list[Cause]:
     """One cause per (kind, line); structure changes are summarised as one per line."""
     causes: list[Cause] = []
     seen: set = set()
@@ -122,7 +122,7 @@ def _causes(diff: GraphDiff, locator: _Locator) -> list[Cause]:
     return causes
 
 
-def _load_graph(run_dir: str, event: dict, cache: dict) -> Graph | None:
+def load_graph(run_dir: str, event: dict, cache: dict) -> Graph | None:
     rel = event.get("ir_path")
     if not rel:
         return None
@@ -145,7 +145,7 @@ def attribute_run(run) -> RunAttribution:
                               "line attribution needs `detective run --mode diagnose`", warmup)
     frame_files = [f["file"] for e in executions for f in (e.get("frames") or [])]
     resolver = Resolver(frame_files, run.meta.get("cwd"))
-    locator = _Locator(resolver)
+    locator = Locator(resolver)
     result = RunAttribution(True, None, warmup)
 
     reads_by_step: dict[int, list[dict]] = {}
@@ -156,7 +156,7 @@ def attribute_run(run) -> RunAttribution:
 
     cache: dict = {}
     for i, event in enumerate(new):
-        graph = _load_graph(run.dir, event, cache)
+        graph = load_graph(run.dir, event, cache)
         trigger = resolver.frame(event.get("site"))
         item = Attribution(
             step=event["step"], index=event.get("index", 0), graph_hash=event.get("graph_hash"),
@@ -173,9 +173,9 @@ def attribute_run(run) -> RunAttribution:
             result.missing_graphs.append(event.get("graph_hash") or "?")
             continue
         best: tuple[dict, GraphDiff] | None = None
-        comparable = [e for e in new[:i] if _comparable(e, event)][-MAX_CANDIDATES:]
-        for earlier in reversed(comparable):  # most recent first: ties go to the latest
-            old = _load_graph(run.dir, earlier, cache)
+        candidates = [e for e in new[:i] if comparable(e, event)][-MAX_CANDIDATES:]
+        for earlier in reversed(candidates):  # most recent first: ties go to the latest
+            old = load_graph(run.dir, earlier, cache)
             if old is None:
                 continue
             d = diff_graphs(old, graph)
@@ -191,7 +191,7 @@ def attribute_run(run) -> RunAttribution:
             continue
         earlier, d = best
         item.previous_hash, item.previous_step = earlier.get("graph_hash"), earlier["step"]
-        item.causes = _causes(d, locator)
+        item.causes = causes_of(d, locator)
         if new_reads and not is_value_read(event.get("cause")):
             read = new_reads[0]
             item.kind, item.source = SPLIT, resolver.frame(read["site"])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from detective.report.attribution import is_value_read
+from detective.report.attribution import is_value_read, load_graph
 
 RECOMPILE, NEW_CALL_SITE, WARMUP = "recompile", "new call site", "optimizer warm-up"
 SURE, LIKELY = "sure", "likely"
@@ -109,9 +109,7 @@ class _Graphs:
     """Lazily parsed IR of a run's new programs, their diffs and user lines (diagnose mode)."""
 
     def __init__(self, run, resolver):
-        from detective.report.attribution import _load_graph
-
-        self.run, self.resolver, self._load = run, resolver, _load_graph
+        self.run, self.resolver, self._load = run, resolver, load_graph
         self._graphs: dict = {}
         self._lines: dict = {}
         self._diffs: dict = {}

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from detective.paths import short_path
+from detective.report.attribution import Locator, causes_of
 from detective.report.model import findings_json
 from detective.report.steps import JSON_STEP_KEYS
 from detective.runtime.tracer import GRAPHS_DIR
@@ -100,7 +101,6 @@ def find_divergences(run) -> list[Divergence]:
 
 def attribute_divergences(run, divergences: list[Divergence]) -> None:
     """Fill kind/before/after/source: the IR diff in diagnose mode, else the line that ran the graph."""
-    from detective.report.attribution import _causes, _Locator
     from detective.report.diff import diff_graphs
     from detective.report.sources import Resolver, enclosing_branch, python_values_feeding
 
@@ -108,7 +108,7 @@ def attribute_divergences(run, divergences: list[Divergence]) -> None:
         return
     executions = [e for r in run.ranks.values() for e in r.executions]
     resolver = Resolver([f["file"] for e in executions for f in (e.get("frames") or [])], run.meta.get("cwd"))
-    locator = _Locator(resolver)
+    locator = Locator(resolver)
     sites = {(e.get("rank"), e["step"], e.get("index", 0)): e.get("site") for e in executions}
     for d in divergences:
         rank = d.ranks[0]
@@ -125,7 +125,7 @@ def attribute_divergences(run, divergences: list[Divergence]) -> None:
             d.note = ("recorded in count mode: `detective run --mode diagnose` names the line that made the "
                       "graphs differ" if run.meta.get("mode") != "diagnose" else "the graphs' IR was not saved")
             continue
-        causes = _causes(diff_graphs(old, new), locator)
+        causes = causes_of(diff_graphs(old, new), locator)
         if not causes:
             d.note = "the IR is identical (the hash differs)"
             continue
