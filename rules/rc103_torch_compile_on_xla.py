@@ -17,16 +17,10 @@ class TorchCompileOnXla(Rule):
     summary = "torch.compile without backend=\"openxla\" in XLA code (let XLA's JIT own the model)"
     applies_to = "xla-code"
 
-    @classmethod
-    def cross_check(cls, candidate, summary, project) -> bool:
-        """A file that only shares imports with XLA code (a CUDA-only script importing the
-        project's utils) is not XLA code for this rule: it must import torch_xla itself
-        or be called from code that does."""
-        return summary.imports_xla or project.called_from_xla(summary.path, candidate.scope)
     doc = """
     ## What it does
     Flags `torch.compile(...)` calls and `@torch.compile` decorators in XLA code (a module
-    that imports torch_xla, or one reached from it) unless they ask for
+    that imports torch_xla, or a function called from one) unless they ask for
     `backend="openxla"`. In XLA code the model lives on an XLA device, so the default
     inductor backend is the wrong compiler for it.
 

@@ -109,6 +109,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         resolved = _resolve_local(model, target, scope)
         if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:
             summary.scopes[resolved[1:]].tags.append("step-closure")  # runs after the step
+    regions.one_time_hooks()
     for scope, ref, _node, reason in regions.compile_targets:
         target = _resolve_local(model, ref.target, scope)
         if target:

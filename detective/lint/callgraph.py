@@ -121,7 +121,6 @@ class Project:
         self._returns: dict[tuple[Node, bool], bool] = {}
         self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
-        self._xla: set[str] | None = None
 
     # ------------------------------------------------------------------ resolution
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
@@ -453,32 +452,17 @@ class Project:
                 return _closest(candidates, origin)
         return None
 
-    def called_from_xla(self, path: str, qualname: str) -> bool:
-        """Is this scope run by some scope of a file that imports torch_xla?"""
+    def is_xla_code(self, path: str, qualname: str) -> bool:
+        """Policy rules' scope: the file imports torch_xla, or this scope is run (through
+        calls) by a scope of such a file. Importing a module does not make it XLA code:
+        a library imported by an XLA script (or a test reached by a same-named guess) has
+        only the scopes the XLA code calls checked."""
         if self._xla_called is None:
             graph, _ = self.graph()
             starts = [n for n in graph if n[0] in self.files and self.files[n[0]].imports_xla]
             self._xla_called = set(starts) | graph.descendants(starts)
-        return (path, qualname) in self._xla_called
-
-    def xla_files(self) -> set[str]:
-        """Files that import torch_xla, or are reached from one through imports or calls."""
-        if self._xla is not None:
-            return self._xla
-        calls, _ = self.graph()
-        deps = CallGraph()  # file -> files it imports or calls into
-        for summary in self.files.values():
-            for dotted in summary.module_imports:
-                target = self.module_file(dotted, summary)
-                if target is not None and target.path != summary.path:
-                    deps.add_edge(summary.path, target.path)
-        for (path, _q), (callee_path, _c) in calls.edges:
-            if callee_path != path:
-                deps.add_edge(path, callee_path)
-        found = {path for path, summary in self.files.items() if summary.imports_xla}
-        found |= deps.descendants(found)
-        self._xla = found
-        return found
+        summary = self.files.get(path)
+        return (summary is not None and summary.imports_xla) or (path, qualname) in self._xla_called
 
 
 def _error_only(node: Node, callers: dict, dead_callers: dict, memo: dict | None = None) -> bool:

@@ -351,7 +351,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                                 f"at {summary.path}:{candidate.line})")
                 region = reach.root_reason.get(path[0], "")
             elif rule.applies_to == "xla-code":
-                if summary.path not in project.xla_files():
+                if not project.is_xla_code(summary.path, candidate.scope):
                     continue
                 region = "XLA code"
             else:

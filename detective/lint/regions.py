@@ -20,7 +20,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
-from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS
+from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS, dotted_name
 
 SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
@@ -81,6 +81,11 @@ class Regions:
         self.items: list[Item] = []
         self.compile_targets: list[tuple[str, CallRef, cst.CSTNode, str]] = []
         self.step_closures: list[tuple[str, str]] = []  # (scope, call target): not traced
+        # Hooks that remove themselves: id(register call) -> what its handle is assigned to;
+        # function name -> handles its body removes unconditionally (see one_time_hooks).
+        self._handles: dict[int, str] = {}
+        self._removes: dict[str, set[str]] = {}
+        self._pending_hooks: list[tuple[tuple, str, str]] = []
         self.frames: list[list[RegionFrame]] = [[]]  # per function on the walk's stack
         self._loop_counts: list[int] = [0]
         self._step_withs: set[int] = set()
@@ -158,6 +163,9 @@ class Regions:
     def visit_FunctionDef(self, node) -> None:
         self.frames.append([])
         self._loop_counts.append(0)
+        removed = {name for statement in block_statements(node.body) if (name := _removed_handle(statement))}
+        if removed:
+            self._removes.setdefault(node.name.value, set()).update(removed)
 
     def leave_FunctionDef(self, node) -> None:
         assert not self.frames.pop()
@@ -225,6 +233,10 @@ class Regions:
         self._mark_short_circuit(node.test)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and len(node.targets) == 1:
+            handle = _plain_name(node.targets[0].target)
+            if handle:
+                self._handles[id(node.value)] = handle  # h = m.register_forward_pre_hook(fn)
         # is_tpu = x.device.type == "xla"; self.xla = is_xla_tensor(x)
         sense = self._sense(node.value)
         for target in node.targets:
@@ -321,11 +333,25 @@ class Regions:
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
             if target is not None and self.call_kind() != "dead":
                 reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
-                self.compile_targets.append((model.scope.qualname, CallRef(target), fn, reason))
+                if not (hook and self._handles.get(id(node))):
+                    self.compile_targets.append((model.scope.qualname, CallRef(target), fn, reason))
+                else:  # decided once the whole file is walked (the hook may be defined later)
+                    self._pending_hooks.append(((model.scope.qualname, CallRef(target), fn, reason),
+                                                dotted_tail(fn), self._handles[id(node)]))
             return
         target = model.call_target(node.func)
         if target is not None:
             self.record(Item("call", (target, node, self.call_kind()), model.scope.qualname, -1))
+
+    def one_time_hooks(self) -> None:
+        """Move hooks registered with a handle to ``compile_targets`` unless the hook's own
+        body removes that handle unconditionally (``self._check.remove()`` as one of its
+        statements): such a hook runs at the first forward only, like lazy set-up, and is
+        no region. Call once the file is walked."""
+        for entry, fn_name, handle in self._pending_hooks:
+            if handle not in self._removes.get(fn_name, ()):
+                self.compile_targets.append(entry)
+        self._pending_hooks = []
 
     # ------------------------------------------------------------------ closing a region
     def _leave_region(self, node: cst.CSTNode) -> None:
@@ -437,6 +463,24 @@ def _device_literal(node: cst.BaseExpression) -> str | None:
         return None
     head = text.split(":", 1)[0]
     return head if head in {"xla", "cpu", "cuda", "mps"} else None
+
+
+def _plain_name(node: cst.BaseExpression) -> str:
+    """``h`` or ``self.first_check``; "" for anything else (subscripts, calls)."""
+    name = dotted_name(node)
+    return name if name and "" not in name.split(".") else ""
+
+
+def _removed_handle(statement: cst.CSTNode) -> str:
+    """``X`` of a statement ``X.remove()`` (a hook handle removed), else ""."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return ""
+    for small in statement.body:
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
+                and call.func.attr.value == "remove":
+            return _plain_name(call.func.value)
+    return ""
 
 
 def dotted_tail(node: cst.BaseExpression) -> str:

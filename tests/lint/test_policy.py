@@ -36,16 +36,33 @@ def test_every_rule_declares_where_it_applies():
     assert {kinds[f"RC10{i}"] for i in range(1, 8)} == {"xla-code"}
 
 
-def test_module_reached_by_import_from_xla_code_is_xla_code():
+def test_function_called_from_xla_code_is_xla_code_a_merely_imported_one_is_not():
     files = {
         "pkg/__init__.py": "",
         "pkg/optim.py": ADAM,
-        "train.py": "import torch_xla\nfrom pkg.optim import build\n",
+        "pkg/other.py": ADAM,  # imported by the XLA script, never called from it
+        "train.py": "import torch_xla\nfrom pkg.optim import build\nimport pkg.other\n\nopt = build(None)\n",
         "tools/other.py": ADAM,  # nobody that imports torch_xla reaches it
     }
     assert where(lint(files)) == [("pkg/optim.py", 5, "RC104")]
     finding = lint(files)[0]
     assert finding.region == "XLA code"
+
+
+def test_a_test_module_reached_only_by_a_same_named_method_guess_keeps_its_own_scopes_out():
+    # A library imported by an XLA script calls `self.thing.state_dict()` (type unknown):
+    # the call graph may guess any project method of that name, a unit test's included.
+    # Only the guessed method is then XLA code, not the test that builds an optimizer.
+    files = {
+        "lib/__init__.py": "",
+        "lib/api.py": "class LLM:\n    def state_dict(self):\n        return self.thing.state_dict()\n",
+        "xla_gen.py": "import torch_xla\nfrom lib.api import LLM\n\ndef main():\n    LLM().state_dict()\n",
+        "tests/test_fsdp.py": (
+            "import torch\n\nclass Stateful:\n    def state_dict(self):\n        return {}\n\n"
+            "class Other:\n    def state_dict(self):\n        return {}\n\n"
+            "def test_load(model):\n    opt = torch.optim.Adam(model.parameters())\n"),
+    }
+    assert lint(files) == []
 
 
 def test_module_reached_only_through_a_call_chain_is_xla_code():

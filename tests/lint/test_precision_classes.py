@@ -247,3 +247,41 @@ def test_an_attribute_set_from_an_optional_argument_is_no_tensor_for_the_class()
         """,
     })
     assert found == [("moe.py", 16, "RC002", "warning")]
+
+
+def test_a_hook_that_removes_its_own_handle_runs_once_and_is_no_region():
+    engine = """
+        import torch
+
+        class Engine:
+            def __init__(self, module):
+                self.module = module
+                self.first_check = None
+
+                def check_inputs(module, args):
+                    assert torch.equal(args[0], args[0].clone())   # at the first forward only
+                    self.first_check.remove()
+
+                self.first_check = self.module.register_forward_pre_hook(check_inputs)
+    """
+    assert lint({"engine.py": engine}) == []
+    # The look-alike that keeps its handle (removed elsewhere, or only sometimes): a region.
+    kept = engine.replace("                    self.first_check.remove()\n",
+                          "                    if args[0].shape[0] > 1:\n"
+                          "                        self.first_check.remove()\n")
+    assert [(p, line, c) for p, line, c, _ in lint({"engine.py": kept})] == [("engine.py", 10, "RC001")]
+    # A handle local to the registering function, removed by the hook through its closure.
+    local = """
+        import torch
+
+        def attach(model):
+            def warm_up(module, args, output):
+                print(output.sum().item())
+                handle.remove()
+
+            handle = model.register_forward_hook(warm_up)
+            return handle
+    """
+    assert lint({"hooks.py": local}) == []
+    assert [(p, line, c) for p, line, c, _ in lint({"hooks.py": local.replace("handle.remove()", "pass")})] \
+        == [("hooks.py", 6, "RC001")]
