@@ -39,7 +39,11 @@ CUDA_GRAPH_CALLS = frozenset({
 ERROR_LOGS = frozenset({"error", "exception", "critical", "fatal", "warning", "warn"})
 WARN_CALLS = frozenset({"warnings.warn"})  # its message is built only when the odd case happens
 # Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
-XLA_FLAGS = frozenset({"xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla"})
+XLA_FLAGS = frozenset({
+    "xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla",
+    # a repository's own TPU switch (fairseq's cfg.tpu -> self.tpu): true when it runs on XLA
+    "tpu", "is_tpu", "use_tpu", "on_tpu", "_tpu", "_is_tpu", "_use_tpu",
+})
 FALSE_ON_XLA = frozenset({
     "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.onnx.is_in_onnx_export",
     "torch.cuda.is_current_stream_capturing",
@@ -96,6 +100,9 @@ class Regions:
         self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
         self.once_depth = 0
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
+        # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
+        # for the rest of that block, until it is bound again)
+        self._none_on_xla: dict[str, list] = {}
         self.dead_depth = 0
 
     # ------------------------------------------------------------------ queries
@@ -215,6 +222,12 @@ class Regions:
         self._mark_short_circuit(node.test)
 
     def leave_If(self, node: cst.If) -> None:
+        sense = self._sense(node.test)
+        taken = node.body if sense > 0 else (node.orelse.body if sense < 0 and isinstance(node.orelse, cst.Else)
+                                             else None)
+        if taken is not None:
+            for name in _set_to_none(taken):
+                self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
         if node.orelse is None and self._sense(node.test) > 0 and _ends_in_exit(node.body):
             block = self._blocks[-1]
@@ -233,6 +246,9 @@ class Regions:
         self._mark_short_circuit(node.test)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name in _bound_names(target.target):
+                self._none_on_xla.pop(name, None)
         if isinstance(node.value, cst.Call) and len(node.targets) == 1:
             handle = _plain_name(node.targets[0].target)
             if handle:
@@ -258,9 +274,13 @@ class Regions:
             self._mark_short_circuit(test.right)
 
     def _sense(self, test: cst.BaseExpression) -> int:
-        return xla_sense(test, self.model.resolve, self._xla_names)
+        block = self._blocks[-1]
+        nones = {name for name, where in self._none_on_xla.items() if where is block}
+        return xla_sense(test, self.model.resolve, self._xla_names, nones)
 
     def visit_For(self, node: cst.For) -> None:
+        for name in _bound_names(node.target):
+            self._none_on_xla.pop(name, None)
         it = node.iter
         dotted = self.model.resolve(it.func) if isinstance(it, cst.Call) else None
         always = dotted in SYNCING_LOADERS or (
@@ -410,17 +430,18 @@ def _lazy_init_test(test: cst.BaseExpression) -> bool:
     return "init" in name.lower()
 
 
-def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
+def xla_sense(test: cst.BaseExpression, resolve, names=None, nones=frozenset()) -> int:
     """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown.
 
-    ``names``: local names bound from such tests, with their sense."""
+    ``names``: local names bound from such tests, with their sense; ``nones``: local names
+    that are None whenever the code runs on XLA."""
     names = names or {}
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         if _lazy_init_test(test):
             return -1  # if not self._initialized: one-time set-up, not traced every step
-        return -xla_sense(test.expression, resolve, names)
+        return -xla_sense(test.expression, resolve, names, nones)
     if isinstance(test, cst.BooleanOperation):
-        left, right = xla_sense(test.left, resolve, names), xla_sense(test.right, resolve, names)
+        left, right = xla_sense(test.left, resolve, names, nones), xla_sense(test.right, resolve, names, nones)
         if isinstance(test.operator, cst.And):
             return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
         return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
@@ -439,9 +460,17 @@ def xla_sense(test: cst.BaseExpression, resolve, names=None) -> int:
             return -1  # self.onnx_trace: set only while exporting to ONNX
         return -1 if test.attr.value in {"is_cuda", "is_cpu", "is_mps"} else 0
     if isinstance(test, cst.Name):
+        if test.value in nones:
+            return -1
         return 1 if test.value in XLA_FLAGS else names.get(test.value, 0)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
+        if isinstance(test.left, cst.Name) and test.left.value in nones \
+                and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
+            if isinstance(target.operator, cst.Is):
+                return 1
+            if isinstance(target.operator, cst.IsNot):
+                return -1
         sides = (test.left, target.comparator)
         kinds = {_device_literal(side) for side in sides} - {None}
         if len(kinds) == 1 and any(_mentions_device(side) for side in sides):
@@ -463,6 +492,52 @@ def _device_literal(node: cst.BaseExpression) -> str | None:
         return None
     head = text.split(":", 1)[0]
     return head if head in {"xla", "cpu", "cuda", "mps"} else None
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for element in target.elements for n in _bound_names(element.value)]
+    return []
+
+
+class _Binds(cst.CSTVisitor):
+    def __init__(self):
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name in _bound_names(target.target):
+                self.values.setdefault(name, []).append(
+                    node.value if isinstance(target.target, cst.Name) else None)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        for name in _bound_names(node.target):
+            self.values.setdefault(name, []).append(None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        for name in _bound_names(node.target):
+            self.values.setdefault(name, []).append(node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _bound_names(node.target):
+            self.values.setdefault(name, []).append(None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        for name in _bound_names(node.target):
+            self.values.setdefault(name, []).append(None)
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False  # a nested def's bindings are its own
+
+
+def _set_to_none(body: cst.BaseSuite) -> list[str]:
+    """Names this branch binds to ``None`` and to nothing else (``if self.tpu: mask = None``)."""
+    binds = _Binds()
+    body.visit(binds)
+    return [name for name, values in binds.values.items()
+            if all(isinstance(v, cst.Name) and v.value == "None" for v in values)]
 
 
 def _plain_name(node: cst.BaseExpression) -> str:

@@ -285,3 +285,35 @@ def test_a_hook_that_removes_its_own_handle_runs_once_and_is_no_region():
     assert lint({"hooks.py": local}) == []
     assert [(p, line, c) for p, line, c, _ in lint({"hooks.py": local.replace("handle.remove()", "pass")})] \
         == [("hooks.py", 6, "RC001")]
+
+
+def test_a_name_set_to_none_under_the_repositorys_tpu_flag_skips_its_guarded_use():
+    criterion = """
+        import torch
+
+        class MaskedLm(torch.nn.Module):
+            def forward(self, logits, targets):
+                masked = targets.ne(self.padding_idx)
+                if self.tpu:
+                    masked = None          # always project all tokens on TPU
+                elif masked.device == torch.device("cpu"):
+                    masked = masked
+                if masked is not None:
+                    targets = targets[masked]
+                return logits, targets
+    """
+    assert lint({"masked_lm.py": criterion}) == []
+    # Rebound after the flag's branch, or the flag tested nowhere: the mask may be real on XLA.
+    rebound = criterion.replace("                if masked is not None:",
+                                "                masked = targets.ne(0)\n                if masked is not None:")
+    assert rebound != criterion
+    assert [(p, c) for p, _, c, _ in lint({"masked_lm.py": rebound})] == [("masked_lm.py", "RC005")]
+    other_flag = criterion.replace("self.tpu", "self.fast")
+    assert [(p, line, c) for p, line, c, _ in lint({"masked_lm.py": other_flag})] \
+        == [("masked_lm.py", 12, "RC005")]
+    # The else of a `not tpu` test, and a use in a loop that rebinds the name: same answers.
+    negated = criterion.replace("if self.tpu:\n                    masked = None          # always project all tokens on TPU\n"
+                                "                elif masked.device == torch.device(\"cpu\"):\n                    masked = masked\n",
+                                "if not self.tpu:\n                    masked = masked\n"
+                                "                else:\n                    masked = None\n")
+    assert negated != criterion and lint({"masked_lm.py": negated}) == []
