@@ -137,9 +137,4 @@ def main():
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
-        if not candidate.after_calls:
-            return True
-        scope = summary.scopes.get(candidate.scope)
-        class_name = scope.class_name if scope else None
-        starts = [n for n in (project.resolve(t, summary, class_name) for t in candidate.after_calls) if n]
-        return bool(starts) and project.reaches_tag(starts, TAG)
+        return P.calls_reach(candidate, summary, project, TAG)

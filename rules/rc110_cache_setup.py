@@ -256,12 +256,7 @@ if __name__ == "__main__":
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
-        if not candidate.after_calls:
-            return True
-        scope = summary.scopes.get(candidate.scope)
-        class_name = scope.class_name if scope else None
-        starts = [n for n in (project.resolve(t, summary, class_name) for t in candidate.after_calls) if n]
-        return bool(starts) and project.reaches_tag(starts, COMPILES)
+        return P.calls_reach(candidate, summary, project, COMPILES)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         # Functions run by a launcher, and what they call in this file.

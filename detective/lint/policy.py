@@ -152,3 +152,15 @@ def xla_device_expr(node: cst.BaseExpression, context, device_names: set[str]) -
         return False
     text = T.literal_string(node)
     return text is not None and text.startswith("xla")
+
+
+def calls_reach(candidate, summary, project, tag: str) -> bool:
+    """Cross-file check of an ordering rule (RC106, RC110): does one of the calls made before the
+    flagged line (``candidate.after_calls``) reach a function tagged ``tag`` in the project?
+    A finding with no such calls stands on its own evidence."""
+    if not candidate.after_calls:
+        return True
+    scope = summary.scopes.get(candidate.scope)
+    class_name = scope.class_name if scope else None
+    starts = [n for n in (project.resolve(t, summary, class_name) for t in candidate.after_calls) if n]
+    return bool(starts) and project.reaches_tag(starts, tag)
