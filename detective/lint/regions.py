@@ -21,6 +21,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
 from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS, dotted_name
+from detective.lint.xla_branches import bound_names, dotted_tail, lazy_init_test, set_to_none, xla_sense
 
 SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
@@ -38,16 +39,6 @@ CUDA_GRAPH_CALLS = frozenset({
 })
 ERROR_LOGS = frozenset({"error", "exception", "critical", "fatal", "warning", "warn"})
 WARN_CALLS = frozenset({"warnings.warn"})  # its message is built only when the odd case happens
-# Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
-XLA_FLAGS = frozenset({
-    "xla", "is_xla", "use_xla", "on_xla", "_xla", "_is_xla", "_use_xla",
-    # a repository's own TPU switch (fairseq's cfg.tpu -> self.tpu): true when it runs on XLA
-    "tpu", "is_tpu", "use_tpu", "on_tpu", "_tpu", "_is_tpu", "_use_tpu",
-})
-FALSE_ON_XLA = frozenset({
-    "torch.jit.is_scripting", "torch.jit.is_tracing", "torch.onnx.is_in_onnx_export",
-    "torch.cuda.is_current_stream_capturing",
-})
 
 
 @dataclass
@@ -215,7 +206,7 @@ class Regions:
         sense = self._sense(node.test)
         if sense < 0:
             self.dead.add(id(node.body))
-            if _lazy_init_test(node.test):
+            if lazy_init_test(node.test):
                 self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
@@ -226,7 +217,7 @@ class Regions:
         taken = node.body if sense > 0 else (node.orelse.body if sense < 0 and isinstance(node.orelse, cst.Else)
                                              else None)
         if taken is not None:
-            for name in _set_to_none(taken):
+            for name in set_to_none(taken):
                 self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
         if node.orelse is None and self._sense(node.test) > 0 and _ends_in_exit(node.body):
@@ -247,7 +238,7 @@ class Regions:
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            for name in _bound_names(target.target):
+            for name in bound_names(target.target):
                 self._none_on_xla.pop(name, None)
         if isinstance(node.value, cst.Call) and len(node.targets) == 1:
             handle = _plain_name(node.targets[0].target)
@@ -279,7 +270,7 @@ class Regions:
         return xla_sense(test, self.model.resolve, self._xla_names, nones)
 
     def visit_For(self, node: cst.For) -> None:
-        for name in _bound_names(node.target):
+        for name in bound_names(node.target):
             self._none_on_xla.pop(name, None)
         it = node.iter
         dotted = self.model.resolve(it.func) if isinstance(it, cst.Call) else None
@@ -420,126 +411,6 @@ class Regions:
             self.items.extend(rest)
 
 
-def _lazy_init_test(test: cst.BaseExpression) -> bool:
-    """``not self._initialized``, ``not Status.initialized``, ``not _inited``: one-time set-up."""
-    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
-        return False
-    inner = test.expression
-    name = inner.attr.value if isinstance(inner, cst.Attribute) else (
-        inner.value if isinstance(inner, cst.Name) else "")
-    return "init" in name.lower()
-
-
-def xla_sense(test: cst.BaseExpression, resolve, names=None, nones=frozenset()) -> int:
-    """+1 when ``test`` is true whenever the code runs on XLA, -1 when false, 0 unknown.
-
-    ``names``: local names bound from such tests, with their sense; ``nones``: local names
-    that are None whenever the code runs on XLA."""
-    names = names or {}
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        if _lazy_init_test(test):
-            return -1  # if not self._initialized: one-time set-up, not traced every step
-        return -xla_sense(test.expression, resolve, names, nones)
-    if isinstance(test, cst.BooleanOperation):
-        left, right = xla_sense(test.left, resolve, names, nones), xla_sense(test.right, resolve, names, nones)
-        if isinstance(test.operator, cst.And):
-            return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
-        return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
-    if isinstance(test, cst.Call):
-        dotted = resolve(test.func) or ""
-        if dotted.endswith("is_xla_tensor") or dotted == "torch.is_tensor" or (
-            dotted == "isinstance" and len(test.args) == 2
-            and (resolve(test.args[1].value) or "").endswith("Tensor")
-        ):
-            return 1  # is_tensor(x) / isinstance(x, Tensor): true for the XLA tensor the code is about
-        return -1 if dotted in FALSE_ON_XLA else 0
-    if isinstance(test, cst.Attribute):
-        if test.attr.value in XLA_FLAGS:
-            return 1
-        if "onnx" in test.attr.value.lower():
-            return -1  # self.onnx_trace: set only while exporting to ONNX
-        return -1 if test.attr.value in {"is_cuda", "is_cpu", "is_mps"} else 0
-    if isinstance(test, cst.Name):
-        if test.value in nones:
-            return -1
-        return 1 if test.value in XLA_FLAGS else names.get(test.value, 0)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        target = test.comparisons[0]
-        if isinstance(test.left, cst.Name) and test.left.value in nones \
-                and isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            if isinstance(target.operator, cst.Is):
-                return 1
-            if isinstance(target.operator, cst.IsNot):
-                return -1
-        sides = (test.left, target.comparator)
-        kinds = {_device_literal(side) for side in sides} - {None}
-        if len(kinds) == 1 and any(_mentions_device(side) for side in sides):
-            on_xla = kinds.pop() == "xla"  # x.device.type == "xla" / == "cpu"
-            if isinstance(target.operator, (cst.Equal, cst.Is)):
-                return 1 if on_xla else -1
-            if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
-                return -1 if on_xla else 1
-    return 0
-
-
-def _device_literal(node: cst.BaseExpression) -> str | None:
-    """"xla", "cpu", "cuda", "mps" from a string or ``torch.device("cpu")``."""
-    if isinstance(node, cst.Call) and node.args and isinstance(node.func, (cst.Name, cst.Attribute)) \
-            and dotted_tail(node.func) == "device":
-        node = node.args[0].value
-    text = T.literal_string(node)
-    if text is None:
-        return None
-    head = text.split(":", 1)[0]
-    return head if head in {"xla", "cpu", "cuda", "mps"} else None
-
-
-def _bound_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _bound_names(element.value)]
-    return []
-
-
-class _Binds(cst.CSTVisitor):
-    def __init__(self):
-        self.values: dict[str, list[cst.BaseExpression | None]] = {}
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            for name in _bound_names(target.target):
-                self.values.setdefault(name, []).append(
-                    node.value if isinstance(target.target, cst.Name) else None)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in _bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        for name in _bound_names(node.target):
-            self.values.setdefault(name, []).append(node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        for name in _bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for name in _bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False  # a nested def's bindings are its own
-
-
-def _set_to_none(body: cst.BaseSuite) -> list[str]:
-    """Names this branch binds to ``None`` and to nothing else (``if self.tpu: mask = None``)."""
-    binds = _Binds()
-    body.visit(binds)
-    return [name for name, values in binds.values.items()
-            if all(isinstance(v, cst.Name) and v.value == "None" for v in values)]
-
-
 def _plain_name(node: cst.BaseExpression) -> str:
     """``h`` or ``self.first_check``; "" for anything else (subscripts, calls)."""
     name = dotted_name(node)
@@ -558,10 +429,6 @@ def _removed_handle(statement: cst.CSTNode) -> str:
     return ""
 
 
-def dotted_tail(node: cst.BaseExpression) -> str:
-    return node.attr.value if isinstance(node, cst.Attribute) else getattr(node, "value", "")
-
-
 def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
     statements = block_statements(body)
     if not statements:
@@ -570,14 +437,3 @@ def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1]
     return isinstance(last, cst.Raise if raise_only else (cst.Return, cst.Raise))
-
-
-def _mentions_device(node: cst.BaseExpression) -> bool:
-    """``x.device.type``, ``device.type``, ``str(x.device)``, ``self.device_type``."""
-    if isinstance(node, cst.Call) and node.args:
-        node = node.args[0].value
-    while isinstance(node, cst.Attribute):
-        if "device" in node.attr.value or node.attr.value == "type":
-            return True
-        node = node.value
-    return isinstance(node, cst.Name) and "device" in node.value
