@@ -31,7 +31,8 @@ def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
     """Report a recorded run: programs per step and, for diagnose runs, the line behind each recompile."""
     from detective.report.attribution import attribute_run
     from detective.report.model import Links
-    from detective.report.render import as_json, build, html_page, markdown, text
+    from detective.report.html_page import html_page
+    from detective.report.render import as_json, build, markdown, text
     from detective.runtime.record import RunNotFound, load_run
 
     try:
