@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from detective.runtime.tracer import _encode_step
+from detective.runtime.event_encoding import encode_step
 
 TARGET_S = 5.0
 
@@ -43,7 +43,7 @@ def write_host(run_dir: str, ranks: range, steps: int) -> int:
             for rank in ranks:
                 lines.append(f'{{"event":"execution","step":{step},"index":0,"compiled":false,"new":false,'
                              f'"compile_seconds":null,"pid":{pid},"rank":{rank},' + block[1:])
-                lines.append(_encode_step({
+                lines.append(encode_step({
                     "step": step, "boundary": "sync", "complete": True, "executions": 1, "compiled": 0,
                     "cached": 1, "new_programs": 0, "unique_programs": 1, "compile_seconds": 0.0,
                     "host_transfers": 0, "fallback_ops": 0, "fallback_counts": {}, "time": 1.7e9 + step,

@@ -21,7 +21,10 @@ import time
 from detective.runtime.debug_log import parse_frame, parse_saved_graphs
 from detective.runtime.events import EventWriter
 from detective.runtime.ranks import identity
-from detective.runtime.tracer import GRAPHS_DIR, AppendedFile, Progress, Tracer, _encode_step
+from detective.runtime.appended import AppendedFile
+from detective.runtime.event_encoding import encode_step
+from detective.runtime.progress import Progress
+from detective.runtime.tracer import GRAPHS_DIR, Tracer
 
 ENV_SAVE = "XLA_SAVE_TENSORS_FILE"
 _RECORD = re.compile(r"^\[[^\]\n]+\]\n(?P<body>.*?)^Graph Hash: (?P<hash>[0-9a-f]+)\s*\n", re.S | re.M)
@@ -147,7 +150,7 @@ class ThreadRankTracer(Tracer):
             "pid": self.pid, "rank": self.rank,
         }
         self.writer.write(*executions)
-        self.writer.write_lines([_encode_step(step_event)])
+        self.writer.write_lines([encode_step(step_event)])
         self._last_time = wall
         self.step += 1
 

@@ -8,108 +8,21 @@ metrics deltas are taken, and the step's events are appended in one write.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 from detective.runtime.cache_record import CacheRecorder, compile_env, configured
 from detective.runtime.compile_dumps import GRAPH_SUFFIX, CompileDumps, graph_file_text, pair_modules, source_functions
+from detective.runtime.appended import AppendedFile
 from detective.runtime.debug_log import BlockCache
-from detective.runtime.events import EventWriter
+from detective.runtime.event_encoding import encode_execution, encode_step
+from detective.runtime.events import EVENTS_FILE, EventWriter
 from detective.runtime.library import is_library
 from detective.runtime.metrics import MetricsProbe
+from detective.runtime.progress import Progress
 
 GRAPHS_DIR = "graphs"
-_READ_SIZE = 1 << 16
-
-
-def drain(path: str) -> str:
-    """Read a file torch_xla appends to, then empty it.
-
-    torch_xla opens, appends and closes these files inside the sync call, on the calling thread,
-    so between two syncs of that thread nothing is half-written.
-    """
-    try:
-        with open(path, "r+b") as f:
-            data = f.read()
-            if data:
-                f.seek(0)
-                f.truncate()
-    except FileNotFoundError:
-        return ""
-    return data.decode("utf-8", "replace")
-
-
-class AppendedFile:
-    """The new tail of a file torch_xla appends to; emptied once it passes `limit` bytes.
-
-    Cheaper than `drain` per step: one fstat and one pread on a descriptor kept open.
-    """
-
-    def __init__(self, path: str, limit: int = 1 << 20):
-        self.path = path
-        self.limit = limit
-        self._fd: int | None = None
-        self._offset = 0
-
-    def read_new(self) -> str:
-        if self._fd is None:
-            try:
-                self._fd = os.open(self.path, os.O_RDWR)
-            except FileNotFoundError:
-                return ""
-        chunks = []
-        while True:  # one pread unless a step wrote more than 64 KiB
-            chunk = os.pread(self._fd, _READ_SIZE, self._offset)
-            chunks.append(chunk)
-            self._offset += len(chunk)
-            if len(chunk) < _READ_SIZE:
-                break
-        data = b"".join(chunks)
-        if not data:
-            return ""
-        self._trim()
-        return data.decode("utf-8", "replace")
-
-    def skip(self) -> None:
-        """Pass over what was appended since the last read without reading it (one fstat)."""
-        if self._fd is None:
-            return
-        self._offset = os.fstat(self._fd).st_size
-        self._trim()
-
-    def _trim(self) -> None:
-        if self._offset > self.limit:
-            os.ftruncate(self._fd, 0)  # torch_xla appends, so its next write lands at 0
-            self._offset = 0
-
-
-class Progress:
-    """One self-overwriting stderr line on a terminal, for long runs: after `delay` seconds,
-    refreshed at most every `interval`, so it rarely lands in the middle of the script's output."""
-
-    def __init__(self, enabled: bool, delay: float = 2.0, interval: float = 1.0):
-        self.enabled = enabled
-        self._interval = interval
-        self._next = time.monotonic() + delay
-        self._shown = False
-
-    def update(self, step: int, programs: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now < self._next:
-            return
-        self._next = now + self._interval
-        sys.stderr.write(f"\r\x1b[K[detective] step {step} · {programs} programs")
-        sys.stderr.flush()
-        self._shown = True
-
-    def clear(self) -> None:
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
 
 
 class Tracer:
@@ -129,7 +42,7 @@ class Tracer:
         self._debug_tail = AppendedFile(debug_file) if debug_file else None
         self._blocks = BlockCache()
         self.dumps = dumps  # diagnose mode: XLA's compile-time dump, read after steps that compiled
-        self.writer = EventWriter(os.path.join(out_dir, "events.jsonl"))
+        self.writer = EventWriter(os.path.join(out_dir, EVENTS_FILE))
         self.progress = Progress(progress)
         self.pid = os.getpid()
         self.rank: int | None = None
@@ -242,7 +155,7 @@ class Tracer:
                 self.cache.classify(executions, cache, self.seen)
             if self.dumps is not None and compiled:
                 self._save_graphs(executions)
-            lines = [self._encode_execution(e) for e in executions]
+            lines = [encode_execution(e, self._block_fields) for e in executions]
             self._steady = None
             if compiled == 0 and all(e["_block"] is not None and "cache" not in e for e in executions):
                 self._steady = (hits, debug_text, [line.split(",", 2)[2] for line in lines])
@@ -274,7 +187,7 @@ class Tracer:
         }
         if cache is not None:
             step_event["cache"] = cache
-        lines.append(_encode_step(step_event))
+        lines.append(encode_step(step_event))
         self.writer.write_lines(lines)  # one write per step
         self._baseline = now
         self._last_time = wall
@@ -354,23 +267,6 @@ class Tracer:
             "unexpected": bool(block and block.kind == "unexpected_execution"),
         }
 
-    def _encode_execution(self, event: dict) -> str:
-        """JSON line; the part that comes from the debug block is encoded once per distinct block."""
-        block = event["_block"]
-        if block is None:
-            fields = {k: v for k, v in event.items() if k != "_block"}
-            return json.dumps({**fields, **self._block_fields(None)}, separators=(",", ":"))
-        if block.encoded is None:
-            block.encoded = json.dumps(self._block_fields(block), separators=(",", ":"))
-        e = event  # formatted by hand: json.dumps on every execution is most of our per-step cost
-        head = (
-            f'{{"event":"execution","step":{e["step"]},"index":{e["index"]},'
-            f'"compiled":{_json_bool(e["compiled"])},"new":{_json_bool(e["new"])},'
-            f'"compile_seconds":{"null" if e["compile_seconds"] is None else repr(e["compile_seconds"])},'
-            f'"pid":{e["pid"]},"rank":{"null" if e["rank"] is None else e["rank"]},'
-        )
-        return head + _extra_fields(e, _EXECUTION_ENCODED) + block.encoded[1:]
-
     @staticmethod
     def _user_frame(frames: list[dict]) -> dict | None:
         """Innermost frame outside library code: the line of user code that triggered it."""
@@ -414,38 +310,3 @@ class Tracer:
                     f.write(graph_file_text(h, path, text, source_functions(text)))
                 event["ir_path"] = rel
         self.dumps.discard()
-
-
-def _encode_step(e: dict) -> str:
-    """Same JSON as json.dumps(e), formatted by hand: this runs once per training step."""
-    return (
-        f'{{"event":"step","step":{e["step"]},"boundary":"{e["boundary"]}","complete":{_json_bool(e["complete"])},'
-        f'"executions":{e["executions"]},"compiled":{e["compiled"]},"cached":{e["cached"]},'
-        f'"new_programs":{e["new_programs"]},"unique_programs":{e["unique_programs"]},'
-        f'"compile_seconds":{e["compile_seconds"]!r},"host_transfers":{e["host_transfers"]},'
-        f'"fallback_ops":{e["fallback_ops"]},"fallback_counts":{json.dumps(e["fallback_counts"]) if e["fallback_counts"] else "{}"},'
-        f'"time":{e["time"]!r},"duration_s":{e["duration_s"]!r},"pid":{e["pid"]},'
-        f'"rank":{"null" if e["rank"] is None else e["rank"]},'
-        + _extra_fields(e, _STEP_ENCODED)
-    )[:-1] + "}"
-
-
-# Fields the encoders above write by hand; any other key of an event (ir_path, cache, ... added
-# where the event is assembled, and listed in record.py's docstring) is appended as JSON.
-_STEP_ENCODED = frozenset({"event", "step", "boundary", "complete", "executions", "compiled", "cached",
-                           "new_programs", "unique_programs", "compile_seconds", "host_transfers", "fallback_ops",
-                           "fallback_counts", "time", "duration_s", "pid", "rank"})
-_EXECUTION_ENCODED = frozenset({"_block", "event", "step", "index", "compiled", "new", "compile_seconds", "pid",
-                                "rank", "graph_hash"})  # graph_hash: with the debug block's fields
-
-
-def _extra_fields(event: dict, encoded: frozenset) -> str:
-    """ '"key":value,' for each key not written by hand (usually none: one set difference)."""
-    extra = event.keys() - encoded
-    if not extra:
-        return ""
-    return "".join(f'{json.dumps(k)}:{json.dumps(event[k], separators=(",", ":"))},' for k in sorted(extra))
-
-
-def _json_bool(value: bool) -> str:
-    return "true" if value else "false"

@@ -23,7 +23,8 @@ from detective.runtime import child, hooks
 from detective.runtime.compile_dumps import CompileDumps, dump_dir_of, with_dump_flags
 from detective.runtime.launcher import XLA_EXTRA_HINT, default_out_dir, prepare_out_dir
 from detective.runtime.record import SCHEMA, write_run_json
-from detective.runtime.tracer import Tracer, drain
+from detective.runtime.appended import drain
+from detective.runtime.tracer import Tracer
 
 
 class _Process:

@@ -79,7 +79,7 @@ def test_read_events_skips_a_cut_last_line(tmp_path):
 
 
 def test_appended_file_reads_only_the_new_tail_and_stays_small(tmp_path):
-    from detective.runtime.tracer import AppendedFile
+    from detective.runtime.appended import AppendedFile
 
     path = tmp_path / "debug.log"
     tail = AppendedFile(str(path), limit=5)
@@ -95,7 +95,7 @@ def test_appended_file_reads_only_the_new_tail_and_stays_small(tmp_path):
 
 
 def test_progress_line(capsys):
-    from detective.runtime.tracer import Progress
+    from detective.runtime.progress import Progress
 
     Progress(False, delay=0).update(3, 2)
     assert capsys.readouterr().err == ""  # not a terminal: silent
@@ -111,7 +111,7 @@ def test_progress_line(capsys):
 def test_hand_encoded_step_event_is_the_json_of_the_event():
     import json
 
-    from detective.runtime.tracer import _encode_step
+    from detective.runtime.event_encoding import encode_step
 
     event = {
         "event": "step", "step": 3, "boundary": "compile", "complete": False, "executions": 2, "compiled": 1,
@@ -119,5 +119,5 @@ def test_hand_encoded_step_event_is_the_json_of_the_event():
         "fallback_ops": 1, "fallback_counts": {"aten::nonzero": 1}, "time": 1795338465.171753,
         "duration_s": 0.5, "pid": 12, "rank": None,
     }
-    assert json.loads(_encode_step(event)) == event
-    assert json.loads(_encode_step({**event, "fallback_counts": {}, "rank": 0, "complete": True}))["rank"] == 0
+    assert json.loads(encode_step(event)) == event
+    assert json.loads(encode_step({**event, "fallback_counts": {}, "rank": 0, "complete": True}))["rank"] == 0
