@@ -32,7 +32,8 @@ def report(run_dir, fmt, lint_paths, no_lint, rank, output, all_steps):
     from detective.report.attribution import attribute_run
     from detective.report.model import Links
     from detective.report.html_page import html_page
-    from detective.report.render import as_json, build, markdown, text
+    from detective.report.markdown_page import markdown
+    from detective.report.render import as_json, build, text
     from detective.runtime.record import RunNotFound, load_run
 
     try:
