@@ -118,6 +118,24 @@ class Net(torch.nn.Module):
         return self.n == self.k
 """,
         ),
+        Valid(
+            """
+import torch
+from typing import Any, Dict, List
+
+def rebuild(tensors, packed: Dict[str, List[Any]]):
+    out, i = [], 0
+    for was_tensor in packed["flags"]:  # a list of Python bools, as annotated
+        if was_tensor:
+            out.append(tensors[i])
+            i += 1
+    return out
+
+class Block(torch.nn.Module):
+    def forward(self, x):
+        return rebuild((x,), {"flags": [True]})
+""",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -184,6 +202,21 @@ class Net(torch.nn.Module):
         return x
 """,
             line=7,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
+class Trim(torch.nn.Module):
+    def forward(self, x, lengths):
+        host = lengths.cpu()  # the one sync (RC001)
+        longest = host.max()
+        if longest > 8:  # info: a host copy, no device sync on XLA
+            x = x[:, :8]
+        return x
+""",
+            line=8,
             severity="info",
         ),
     ]

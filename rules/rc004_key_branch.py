@@ -22,7 +22,8 @@ class KeyBranch(Rule):
     "name")` is not a key test (it asks about a module, weight or config attribute). Each
     mapping and key is reported once per function (a second test has the first one's
     answer), and `if state.get("k") is None: state["k"] = ...` is not reported (the branch
-    fills the key it lacked, so later code sees one key set).
+    fills the key it lacked, so later code sees one key set). Nor is an `if` (not an
+    `elif`) whose other side only raises: a step that raises makes no second program.
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so every
@@ -93,6 +94,21 @@ class Net(torch.nn.Module):
         if hasattr(config, "scale"):
             x = x * config.scale
         return x
+""",
+        ),
+        Valid(
+            """
+import torch
+
+class Fuse(torch.nn.Module):
+    def forward(self, x, batch, token_ids):
+        if "image" not in token_ids:  # the other side only raises: no second program
+            raise ValueError("token_ids lacks 'image'")
+        if "ids" in batch:
+            ids = batch["ids"]
+        else:
+            raise KeyError("batch lacks 'ids'")
+        return x[token_ids["image"]] + ids
 """,
         ),
     ]
@@ -166,10 +182,26 @@ class Criterion(torch.nn.Module):
 """,
             line=5,
         ),
+        Invalid(
+            """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, net_input):
+        if "tokens" in net_input:
+            x = net_input["tokens"].float()
+        elif "features" in net_input:  # the chain picks among key sets; only its last `else` raises
+            x = net_input["features"]
+        else:
+            raise KeyError("no input")
+        return x
+""",
+            line=8,
+        ),
     ]
 
     def _check(self, test: cst.BaseExpression) -> None:
-        key = self._key_test(test)
+        key = key_test(self.context, test)
         if key is not None:
             container, name = key
             # The same key tested again in this function forks no new graph: its answer
@@ -187,16 +219,24 @@ class Criterion(torch.nn.Module):
     def __init__(self, context):
         super().__init__(context)
         self._tested: set[tuple[str, str, str]] = set()
+        self._elifs: set[int] = set()  # ids of `elif` branches (If nodes in an orelse)
 
     def visit_If(self, node: cst.If) -> None:
+        if isinstance(node.orelse, cst.If):
+            self._elifs.add(id(node.orelse))
         if self._fills_missing_key(node):
+            return
+        if id(node) not in self._elifs and (_only_raises(node.body) or (
+                isinstance(node.orelse, cst.Else) and _only_raises(node.orelse.body))):
+            # One side ends the step with an exception: no second program. (An `elif`
+            # whose `else` raises still picks among the chain's key sets.)
             return
         self._check(node.test)
 
     def _fills_missing_key(self, node: cst.If) -> bool:
         """``if state.get("k") is None: state["k"] = []``: the branch gives the mapping the key
         it lacked (setdefault), so later code sees one key set, not a new one per batch."""
-        key = self._key_test(node.test)
+        key = key_test(self.context, node.test)
         if key is None or node.orelse is not None or not _tests_absence(node.test):
             return False
         container, name = key
@@ -206,7 +246,7 @@ class Criterion(torch.nn.Module):
                     if isinstance(small, cst.Assign) and any(
                         isinstance(t.target, cst.Subscript) and T.literal_string(
                             t.target.slice[0].slice.value if isinstance(t.target.slice[0].slice, cst.Index) else None
-                        ) == name and self._data_mapping(t.target.value) == container
+                        ) == name and data_mapping(self.context, t.target.value) == container
                         for t in small.targets
                     ):
                         return True
@@ -217,59 +257,6 @@ class Criterion(torch.nn.Module):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node.test)
-
-    def _key_test(self, test: cst.BaseExpression) -> tuple[str, str] | None:
-        if isinstance(test, cst.BooleanOperation):
-            return self._key_test(test.left) or self._key_test(test.right)
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return self._key_test(test.expression)
-        if isinstance(test, cst.Comparison):
-            for target in test.comparisons:
-                if isinstance(target.operator, (cst.In, cst.NotIn)):
-                    key = T.literal_string(test.left)
-                    container = self._data_mapping(target.comparator)
-                    if key is not None and container:
-                        return container, key
-                if isinstance(target.operator, (cst.Is, cst.IsNot)):
-                    found = self._get_call(test.left)
-                    if found:
-                        return found
-            return None
-        if isinstance(test, cst.Call):
-            # hasattr(obj, "name") asks about an attribute of a module, weight or config,
-            # not about a key of the input mapping: never a key branch.
-            return self._get_call(test)
-        return None
-
-    def _get_call(self, node: cst.BaseExpression) -> tuple[str, str] | None:
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and (node.func.attr.value == "get" or (node.func.attr.value == "pop" and len(node.args) == 2))
-            and node.args
-        ):
-            container = self._data_mapping(node.func.value)
-            key = T.literal_string(node.args[0].value)
-            if container and key is not None:
-                return container, key
-        return None
-
-    def _data_mapping(self, node: cst.BaseExpression) -> str | None:
-        """The input mapping ``node`` names: ``batch``, ``batch.keys()``, ``sample["net_input"]``."""
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "keys":
-            node = node.func.value
-        keys = []
-        while isinstance(node, cst.Subscript) and len(node.slice) == 1 \
-                and isinstance(node.slice[0].slice, cst.Index):
-            key = T.literal_string(node.slice[0].slice.value)
-            if key is None:
-                return None
-            keys.append(key)
-            node = node.value
-        if isinstance(node, cst.Name) and node.value in self.context.function.data_names \
-                and "out" not in node.value.lower():  # encoder_out, net_output: results, not inputs
-            return node.value + "".join(f"[{k!r}]" for k in reversed(keys))
-        return None
 
 
 def _tests_absence(test: cst.BaseExpression) -> bool:
@@ -282,3 +269,68 @@ def _tests_absence(test: cst.BaseExpression) -> bool:
             isinstance(op, cst.Is) and isinstance(test.comparisons[0].comparator, cst.Name)
             and test.comparisons[0].comparator.value == "None")
     return False
+
+
+def key_test(context, test: cst.BaseExpression) -> tuple[str, str] | None:
+    if isinstance(test, cst.BooleanOperation):
+        return key_test(context, test.left) or key_test(context, test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return key_test(context, test.expression)
+    if isinstance(test, cst.Comparison):
+        for target in test.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)):
+                key = T.literal_string(test.left)
+                container = data_mapping(context, target.comparator)
+                if key is not None and container:
+                    return container, key
+            if isinstance(target.operator, (cst.Is, cst.IsNot)):
+                found = _get_call(context, test.left)
+                if found:
+                    return found
+        return None
+    if isinstance(test, cst.Call):
+        # hasattr(obj, "name") asks about an attribute of a module, weight or config,
+        # not about a key of the input mapping: never a key branch.
+        return _get_call(context, test)
+    return None
+
+
+def _get_call(context, node: cst.BaseExpression) -> tuple[str, str] | None:
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and (node.func.attr.value == "get" or (node.func.attr.value == "pop" and len(node.args) == 2))
+        and node.args
+    ):
+        container = data_mapping(context, node.func.value)
+        key = T.literal_string(node.args[0].value)
+        if container and key is not None:
+            return container, key
+    return None
+
+
+def data_mapping(context, node: cst.BaseExpression) -> str | None:
+    """The input mapping ``node`` names: ``batch``, ``batch.keys()``, ``sample["net_input"]``."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "keys":
+        node = node.func.value
+    keys = []
+    while isinstance(node, cst.Subscript) and len(node.slice) == 1 \
+            and isinstance(node.slice[0].slice, cst.Index):
+        key = T.literal_string(node.slice[0].slice.value)
+        if key is None:
+            return None
+        keys.append(key)
+        node = node.value
+    if isinstance(node, cst.Name) and node.value in context.function.data_names \
+            and "out" not in node.value.lower():  # encoder_out, net_output: results, not inputs
+        return node.value + "".join(f"[{k!r}]" for k in reversed(keys))
+    return None
+
+
+def _only_raises(block: cst.BaseSuite) -> bool:
+    """A block that ends in ``raise`` with only simple statements before it (a message built)."""
+    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    if not body or not all(isinstance(s, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) for s in body):
+        return False
+    return isinstance(body[-1].body[-1], cst.Raise)
+

@@ -160,6 +160,34 @@ class Negatives(torch.nn.Module):
             line=7,
             severity="info",
         ),
+        Invalid(
+            """
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, ids, h):
+        runs = []
+        for row in ids:
+            runs.append(row.cpu().unique_consecutive(return_counts=True))  # the sync: RC001
+        values, counts = runs[0]
+        values[counts > 1] = 0  # info: a host copy, no XLA program
+        return h, values
+""",
+            line=10,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, ids, h):
+        values = ids[0].cpu()
+        keep = values >= 0
+        return h[0][keep]  # a device tensor gathered by a host mask: still a dynamic shape
+""",
+            line=8,
+        ),
     ]
 
     def visit_Subscript(self, node: cst.Subscript) -> None:

@@ -83,6 +83,40 @@ def _annotation_is_tensor(node: cst.BaseExpression) -> bool:
     return False
 
 
+def _annotation_head(node: cst.BaseExpression) -> str:
+    """``Dict`` of ``typing.Dict[str, int]``, ``list`` of ``list[int]``."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def _element_annotation(node: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
+    """The annotation of ``m[k]`` (depth 1), ``m[k][j]`` (depth 2) for ``m: node``: the value
+    type of a mapping, the item type of a list/sequence; None when it cannot be told."""
+    for _ in range(depth):
+        if not isinstance(node, cst.Subscript):
+            return None
+        head = _annotation_head(node).lower()
+        items = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if head in {"dict", "mapping", "mutablemapping", "ordereddict", "defaultdict"} and len(items) == 2:
+            node = items[1]
+        elif head in {"list", "sequence", "mutablesequence"} and len(items) == 1:
+            node = items[0]
+        else:
+            return None
+    return node
+
+
+def _annotation_is_plain(node: cst.BaseExpression | None) -> bool:
+    """A container or a Python scalar (``List[Any]``, ``int``), not a tensor or ``Any``."""
+    if node is None:
+        return False
+    head = _annotation_head(node)
+    return head in NON_TENSOR_ANNOTATIONS and head not in {"Any", "Module"} and not _annotation_is_tensor(node)
+
+
 class TensorInference:
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
@@ -161,9 +195,14 @@ class TensorInference:
             if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index) \
                     or T.literal_string(node.slice[0].slice.value) is None:
                 return False
+            depth = 0
             while isinstance(value, cst.Subscript):
-                value = value.value
-            return isinstance(value, cst.Name) and value.value in model.function.data_names
+                value, depth = value.value, depth + 1
+            if not (isinstance(value, cst.Name) and value.value in model.function.data_names):
+                return False
+            # packed: Dict[str, List[Any]]: packed["flags"] is a list, as annotated.
+            annotation = model.function.annotations.get(value.value)
+            return annotation is None or not _annotation_is_plain(_element_annotation(annotation, depth + 1))
         if isinstance(node, cst.BinaryOperation):
             return self.is_tensor(node.left) or self.is_tensor(node.right)
         if isinstance(node, cst.UnaryOperation):
@@ -206,7 +245,21 @@ class TensorInference:
 
     def on_host(self, node: cst.BaseExpression) -> bool:
         """Is this computed from a tensor already copied to the host (``x.cpu()``, ``.numpy()``,
-        a name bound from one)? Reading it syncs nothing more."""
+        a name bound from one, ``u != -1`` with ``u`` such a name, the elements of a list of
+        them)? Reading it syncs nothing more, and ops on it make no XLA program."""
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            return self.on_host(node.elt)
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
+            sides = [node.expression] if isinstance(node, cst.UnaryOperation) else \
+                [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(t.comparator for t in node.comparisons)]
+            if not any(self.on_host(s) for s in sides):
+                return False
+            # Every other operand a number or a non-tensor (a device tensor would not mix in).
+            mark = len(self.assumed)
+            others = all(self.on_host(s) or not self.is_tensor(s) for s in sides)
+            del self.assumed[mark:]  # a question, not evidence a finding stands on
+            return others
         while True:
             if isinstance(node, cst.Call):
                 func = node.func
@@ -224,14 +277,18 @@ class TensorInference:
 
     def made_on_cpu(self, node: cst.BaseExpression) -> bool:
         """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,
-        ``torch.tensor(x.size())`` with no ``device=``, what is computed from such tensors
-        alone)? Reading its value syncs no device on XLA (under torch.compile it still
-        breaks the graph)."""
+        ``torch.tensor(x.size())`` with no ``device=``, a host copy ``x.cpu()``, what is
+        computed from such tensors alone)? Reading its value syncs no device on XLA (under
+        torch.compile it still breaks the graph)."""
         if isinstance(node, cst.Name):
-            # cu_seqlens_cpu: a name that says where the tensor lives.
-            return node.value in self.model.function.cpu_made_names or node.value.endswith("_cpu")
+            # cu_seqlens_cpu: a name that says where the tensor lives; a host copy (x.cpu()).
+            function = self.model.function
+            return node.value in function.cpu_made_names or node.value in function.cpu_names \
+                or node.value.endswith("_cpu")
         if isinstance(node, cst.Call):
             func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "cpu":
+                return True  # a host copy: what is computed from it runs on the CPU
             dotted = self.model.resolve(func) or ""
             if T.is_torch_name(dotted) and dotted.count(".") == 1:
                 if dotted.rsplit(".", 1)[-1] not in CPU_FACTORIES:

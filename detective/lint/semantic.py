@@ -49,6 +49,7 @@ class FunctionFrame:
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
     guessed_names: set[str] = field(default_factory=set)  # forward(self, x, adaptive_r=None): tensors by guess
+    annotations: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameters as annotated
 
 
 @dataclass
@@ -236,6 +237,8 @@ class SemanticModel:
             if pname in {"self", "cls", "ctx"}:
                 continue
             frame.data_names.add(pname)
+            if param.annotation is not None:
+                frame.annotations[pname] = param.annotation.annotation
             if self.infer.param_is_tensor(param, is_forward=is_forward):
                 frame.tensor_names.add(pname)
                 if param.annotation is None:
@@ -281,6 +284,7 @@ class SemanticModel:
         name = target.value
         frame.locals.add(name)
         frame.guessed_names.discard(name)  # rebound: no longer the argument as passed
+        frame.annotations.pop(name, None)
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names)):
@@ -318,16 +322,26 @@ class SemanticModel:
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
                              container=container, data=self._is_data_element(value))
             self._trust(target, trusted)
-            if isinstance(target, cst.Name):
-                (self.function.cpu_names.add if on_host else self.function.cpu_names.discard)(target.value)
-                (self.function.cpu_made_names.add if cpu_made else self.function.cpu_made_names.discard)(
-                    target.value)
+            self._bind_cpu(target, on_host, cpu_made)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
                     self.function.loader_names.add(target.value)
                 if called in XLA_COMPILE_CALLS and value.args:
                     self.function.compiled_names.add(target.value)
+
+    def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool) -> None:
+        """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results)
+        or a tensor made on the CPU; each name of a tuple target alike."""
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind_cpu(element.value, on_host, cpu_made)
+        elif isinstance(target, cst.StarredElement):
+            self._bind_cpu(target.value, on_host, cpu_made)
+        elif isinstance(target, cst.Name):
+            frame = self.function
+            (frame.cpu_names.add if on_host else frame.cpu_names.discard)(target.value)
+            (frame.cpu_made_names.add if cpu_made else frame.cpu_made_names.discard)(target.value)
 
     def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -431,6 +445,7 @@ class SemanticModel:
         trusted = tuple(dict.fromkeys(infer.assumed)) if tensor else ()
         infer.assumed.clear()
         self.bind_target(target, data=True, tensor=tensor)
+        self._bind_cpu(target, iterable is not None and infer.on_host(iterable), False)
         stack = [target]
         while stack:
             node = stack.pop()
@@ -446,6 +461,12 @@ class SemanticModel:
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
+                and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
+            # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every
+            # element appended is one).
+            on_host = self.infer.on_host(node.args[0].value)
+            (self.function.cpu_names.add if on_host else self.function.cpu_names.discard)(func.value.value)
         if isinstance(func, cst.Attribute) and func.attr.value in {"register_buffer", "register_parameter"} \
                 and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args:
             name = T.literal_string(node.args[0].value)

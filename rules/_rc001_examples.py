@@ -1,0 +1,269 @@
+"""RC001's VALID/INVALID example programs (run by tests/lint/test_rule_examples.py), kept
+apart from the rule's logic in :mod:`detective.rules.rc001_host_sync` for length."""
+
+from detective.lint.rule import Invalid, Valid
+
+VALID = [
+    Valid(
+        """
+import torch
+import torch_xla
+
+for step in range(10):
+    loss = (torch.ones(3, device=torch_xla.device()) * step).sum()
+    torch_xla.sync()
+    print(loss.item())  # after the sync: the value is already computed
+"""
+    ),
+    Valid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        n = int(x.shape[0])  # shapes are static metadata, not a value read
+        return x.view(n, -1)
+
+def report(t):
+    return t.item()  # never called from a traced region
+"""
+    ),
+    Valid(
+        """
+import numpy as np
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        scale = np.ones(3).sum().item()  # NumPy: no device read
+        return x * scale
+""",
+    ),
+    Valid(
+        """
+import torch_xla
+import torch_xla.core.xla_model as xm
+
+def train(model, loader):
+    for batch in loader:
+        loss = model(batch)
+        xm.add_step_closure(lambda: print(loss.item()))  # runs after the step
+        torch_xla.sync()
+        print(loss.item())  # right after the sync: already materialised
+""",
+    ),
+    Valid(
+        """
+import torch
+import torch_xla.core.xla_model as xm
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        if not xm.is_xla_tensor(x):
+            print(x.sum().item())  # never runs on XLA
+        if x.device.type == "xla":
+            return x
+        return x.tolist()  # after the XLA early return
+""",
+    ),
+    Valid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        assert x.dim() == 2, f"bad input {x.tolist()}"  # only when failing
+        if x.numel() == 0:
+            raise ValueError(f"empty: {x.sum().item()}")
+        return x
+""",
+    ),
+    Valid(
+        """
+import torch
+
+class Group(torch.nn.Module):
+    def forward(self, x):
+        uid = torch.zeros([8], dtype=torch.int8).cpu()  # a CPU tensor's .cpu() copies nothing
+        return x + uid.sum()
+""",
+    ),
+    Valid(
+        """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,))  # made on the CPU: its read is "info", not shown by default
+        return x[:, :4] * idx.max().item()
+""",
+    ),
+]
+INVALID = [
+    Invalid(
+        """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,))
+        return x[:, :4] * idx.max().item()  # no device sync on XLA, a graph break under torch.compile
+""",
+        line=7,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.randint(0, 10, (4,)).to(x.device)  # moved to the device: a real sync
+        return x[:, :4] * idx.max().item()
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+import torch_xla
+
+for step in range(10):
+    loss = (torch.ones(3, device=torch_xla.device()) * step).sum()
+    print(loss.item())
+    torch_xla.sync()
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class MoE(torch.nn.Module):
+    def forward(self, x):
+        dropped = x > 3
+        total = int(dropped.sum())
+        return x * total
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+import torch_xla
+
+@torch_xla.compile
+def step(x):
+    y = torch.relu(x) * 2
+    print(f"y={y}")
+    return y
+""",
+        line=8,
+    ),
+    Invalid(
+        """
+import torch
+
+class Router(torch.nn.Module):
+    def forward(self, x):
+        _, idx = torch.topk(x, 1)  # tuple unpacking of a torch result
+        return idx.item()
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class Head(torch.nn.Module):
+    def forward(self, logits, labels, limit: int):
+        n = min(labels.max(), limit)  # builtin min() compares on the host
+        return logits[:, :n]
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, labels):
+        if -1 in labels:  # Tensor.__contains__
+            x = x * 0
+        return x
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch_xla
+
+@torch_xla.compile
+def step(model, batch, stats):
+    result = model(**batch)
+    stats.append(float(result["loss"]))  # a tensor from the model's output mapping
+    return result
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = x.abs().max().item()  # autograd.Function.forward is traced
+        return x / ctx.scale
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+def log_activations(module, inputs, output):
+    print(output.norm().item())
+
+def attach(model):
+    model.register_forward_hook(log_activations)  # hooks run inside forward
+""",
+        line=5,
+    ),
+    Invalid(
+        """
+import torch_xla.debug.profiler as xp
+
+def train(model, loader):
+    for step, batch in enumerate(loader):
+        with xp.StepTrace("train", step_num=step):
+            loss = model(batch)
+            print(loss.item())
+""",
+        line=8,
+    ),
+    Invalid(
+        """
+from transformers import PreTrainedModel  # followed to nn.Module (or guessed from forward)
+
+class Head(PreTrainedModel):
+    def forward(self, hidden):
+        return hidden.mean().item()
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+def has_only_one_value(t):
+    return (t == t[0]).all()
+
+class Experts(torch.nn.Module):
+    def forward(self, x, sizes):
+        var_len = not has_only_one_value(sizes)  # Tensor.__bool__ outside any if
+        return x if var_len else x * 2
+""",
+        line=9,
+    ),
+]
