@@ -116,7 +116,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target), reason))
 
     for item in candidates:
-        code, message, node, extras, subject, assumes, severity = item.payload
+        code, message, node, extras, subject, assumes, severity, guarded = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -136,7 +136,12 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 continue  # it took for tensors only calls that cannot lead into the project
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after,
-                                            subject=subject, assumes=trusted, severity=severity))
+                                            subject=subject, assumes=trusted, severity=severity,
+                                            guarded_by=guarded))
+    guards = context.guards
+    summary.keyword_passes = {name: "".join(sorted(kinds)) for name, kinds in guards.keyword_passes.items()}
+    summary.positional_passes = [(scope, target, places) for scope, call, places in guards.positional_passes
+                                 if (target := _resolve_local(model, call, scope))]
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

@@ -25,12 +25,14 @@ import libcst as cst
 from detective.lint.regions import Regions
 from detective.lint.semantic import SemanticModel
 from detective.lint.walker import SKIP_CHILDREN, dispatch_tables, walk
+from detective.lint.param_guards import ParamGuards
 
 
 class Context:
     def __init__(self, module_name: str, is_package: bool, rule_classes, extra_roots=()):
         model = self.model = SemanticModel(module_name, is_package, extra_roots)
         regions = self.regions = Regions(model)
+        guards = self.guards = ParamGuards(model, regions)
         infer = model.infer
         # The rule-facing API, bound once (rules call these on every node).
         self.resolve = model.resolve
@@ -56,9 +58,9 @@ class Context:
                 if facts_class not in self.facts:
                     self.facts[facts_class] = facts_class(self)
         self.rules = [rule_class(self) for rule_class in rule_classes]
-        # visit: model, regions, facts, rules; leave: rules, facts, regions, model.
-        self._visit, _ = dispatch_tables([model, regions, *self.facts.values(), *self.rules])
-        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), regions, model])
+        # visit: model, regions, guards, facts, rules; leave: the reverse.
+        self._visit, _ = dispatch_tables([model, regions, guards, *self.facts.values(), *self.rules])
+        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), guards, regions, model])
 
     @property
     def function(self):
@@ -80,7 +82,8 @@ class Context:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
-        self.regions.report((code, message, node, extras, subject, assumes, severity), scope, at_index)
+        guarded = self.guards.guarded_by() if self.guards.active else ()
+        self.regions.report((code, message, node, extras, subject, assumes, severity, guarded), scope, at_index)
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: cst.Module) -> None:
@@ -89,6 +92,8 @@ class Context:
     def _on_visit(self, node: cst.CSTNode) -> bool:
         name = type(node).__name__
         self.regions.track(node)
+        if self.guards.cond:
+            self.guards.track(node)
         assumed = self._assumed
         for fn in self._visit.get(name, ()):
             if assumed:
@@ -104,3 +109,5 @@ class Context:
             fn(node)
         if self.regions.dead_depth:
             self.regions.untrack(node)
+        if self.guards.active:
+            self.guards.untrack(node)

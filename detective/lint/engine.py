@@ -19,6 +19,7 @@ from detective.lint.config import Config
 from detective.lint.environment import Environment
 from detective.lint.model import ChainLink, FileSummary, Finding, at_least
 from detective.lint.rule import expand_selectors, rules_by_code
+from detective.lint.xla_params import none_on_xla
 
 DEFAULT_EXCLUDES = frozenset(
     {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__", "build",
@@ -322,7 +323,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
     project = Project(summaries, environment if environment is not None else Environment(),
                       guess_modules=config.guess_modules)
     rules = rules_by_code()
-    reach = None
+    reach = xla_nones = None
     findings = []
     for summary in summaries:
         if report is not None and summary.path not in report:
@@ -337,6 +338,11 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             rule = rules[candidate.code]
             if candidate.assumes and not _assumptions_hold(project, summary, candidate):
                 continue
+            if candidate.guarded_by:  # under `if P is not None:` with P None on XLA across calls
+                if xla_nones is None:
+                    xla_nones = none_on_xla(project)
+                if xla_nones.intersection(candidate.guarded_by):
+                    continue
             chain: tuple[ChainLink, ...] = ()
             message = candidate.message
             if rule.applies_to == "region":

@@ -44,6 +44,9 @@ class Candidate:
     # candidate stands when one of them returns a tensor (see Project.returns_tensor).
     assumes: tuple[str, ...] = ()
     severity: str = "warning"  # see SEVERITIES
+    # Parameters (default None) whose `is not None` test guards the match: it never runs on
+    # XLA when one of them is None there across calls (see detective.lint.xla_params).
+    guarded_by: tuple[str, ...] = ()
 
 
 @dataclass
@@ -81,6 +84,7 @@ class Scope:
     return_calls: list[str] = field(default_factory=list)
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
+    none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)
 
 
 @dataclass
@@ -111,6 +115,10 @@ class FileSummary:
     imports_xla: bool = False  # imports torch_xla (anywhere in the file)
     module_imports: list[str] = field(default_factory=list)  # every imported dotted name
     content_hash: str = ""  # of the raw bytes, so a fix never lands on a changed file
+    # What calls here pass (see detective.lint.xla_params): keyword / dict key -> kinds of
+    # value, and (scope, call target, kinds by place) for positional arguments.
+    keyword_passes: dict[str, str] = field(default_factory=dict)
+    positional_passes: list[tuple[str, str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -128,10 +136,12 @@ class FileSummary:
         }
         summary.classes = {k: ClassInfo(**v) for k, v in data["classes"].items()}
         summary.compile_targets = [(s, CallRef(**r), why) for s, r, why in data["compile_targets"]]
+        summary.positional_passes = [tuple(p) for p in data.get("positional_passes", ())]
         summary.candidates = [
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
                          "after_calls": tuple(c.get("after_calls", ())),
-                         "assumes": tuple(c.get("assumes", ()))})
+                         "assumes": tuple(c.get("assumes", ())),
+                         "guarded_by": tuple(c.get("guarded_by", ()))})
             for c in data["candidates"]
         ]
         summary.suppressions = {

@@ -203,7 +203,7 @@ class Regions:
         return "once" if self.dead_depth == self.once_depth else "dead"
 
     def visit_If(self, node: cst.If) -> None:
-        sense = self._sense(node.test)
+        sense = self.sense(node.test)
         if sense < 0:
             self.dead.add(id(node.body))
             if lazy_init_test(node.test):
@@ -213,21 +213,21 @@ class Regions:
         self._mark_short_circuit(node.test)
 
     def leave_If(self, node: cst.If) -> None:
-        sense = self._sense(node.test)
+        sense = self.sense(node.test)
         taken = node.body if sense > 0 else (node.orelse.body if sense < 0 and isinstance(node.orelse, cst.Else)
                                              else None)
         if taken is not None:
             for name in set_to_none(taken):
                 self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
-        if node.orelse is None and self._sense(node.test) > 0 and _ends_in_exit(node.body):
+        if node.orelse is None and self.sense(node.test) > 0 and _ends_in_exit(node.body):
             block = self._blocks[-1]
             if not block[3]:
                 block[3] = True
                 self.dead_depth += 1
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
-        sense = self._sense(node.test)
+        sense = self.sense(node.test)
         if sense:
             self.dead.add(id(node.body if sense < 0 else node.orelse))
         self._mark_short_circuit(node.test)
@@ -245,7 +245,7 @@ class Regions:
             if handle:
                 self._handles[id(node.value)] = handle  # h = m.register_forward_pre_hook(fn)
         # is_tpu = x.device.type == "xla"; self.xla = is_xla_tensor(x)
-        sense = self._sense(node.value)
+        sense = self.sense(node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 if sense:
@@ -258,16 +258,20 @@ class Regions:
         while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test = test.expression
         if isinstance(test, cst.BooleanOperation):
-            left = self._sense(test.left)
+            left = self.sense(test.left)
             if (left > 0 and isinstance(test.operator, cst.Or)) or (left < 0 and isinstance(test.operator, cst.And)):
                 self.dead.add(id(test.right))
             self._mark_short_circuit(test.left)
             self._mark_short_circuit(test.right)
 
-    def _sense(self, test: cst.BaseExpression) -> int:
+    def sense(self, test: cst.BaseExpression, also_none=frozenset()) -> int:
+        """``xla_sense`` here; ``also_none``: names to take for None on XLA as well."""
+        return xla_sense(test, self.model.resolve, self._xla_names, self.xla_nones() | also_none)
+
+    def xla_nones(self) -> set[str]:
+        """Names an XLA branch of the enclosing block set to None (and not rebound since)."""
         block = self._blocks[-1]
-        nones = {name for name, where in self._none_on_xla.items() if where is block}
-        return xla_sense(test, self.model.resolve, self._xla_names, nones)
+        return {name for name, where in self._none_on_xla.items() if where is block}
 
     def visit_For(self, node: cst.For) -> None:
         for name in bound_names(node.target):

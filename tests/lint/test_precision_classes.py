@@ -317,3 +317,90 @@ def test_a_name_set_to_none_under_the_repositorys_tpu_flag_skips_its_guarded_use
                                 "if not self.tpu:\n                    masked = masked\n"
                                 "                else:\n                    masked = None\n")
     assert negated != criterion and lint({"masked_lm.py": negated}) == []
+
+
+# --- xlascope: facts across calls --------------------------------------------------------
+
+XLA_NONE_CALLER = """
+    import torch
+
+    class TokenLoss(torch.nn.Module):
+        def forward(self, model, batch):
+            keep_mask = batch["labels"].ne(self.pad)
+            if self.use_tpu:
+                keep_mask = None                 # every position on TPU: static shapes
+            out = model(**batch["inputs"], keep_mask=keep_mask)
+            return out.sum()
+"""
+XLA_NONE_CALLEE = """
+    import torch
+
+    class Projection(torch.nn.Module):
+        def forward(self, hidden, keep_mask=None):
+            if keep_mask is not None:
+                hidden = hidden[keep_mask, :]
+            return self.out(hidden)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.project = Projection()
+
+        def head(self, hidden, keep_mask=None):
+            return self.project(hidden, keep_mask)
+
+        def forward(self, tokens, keep_mask=None):
+            hidden = self.embed(tokens)
+            return self.head(hidden, keep_mask=keep_mask)
+"""
+
+
+def test_a_parameter_every_caller_leaves_none_on_xla_skips_its_guarded_use():
+    files = {"loss.py": XLA_NONE_CALLER, "model.py": XLA_NONE_CALLEE}
+    assert lint(files) == []
+    # Without the caller, or with its TPU branch gone, the mask may be real on XLA.
+    assert [(p, line, c) for p, line, c, _ in lint({"model.py": XLA_NONE_CALLEE})] == [("model.py", 7, "RC005")]
+    no_branch = XLA_NONE_CALLER.replace("if self.use_tpu:", "if self.verbose:")
+    assert [(p, line) for p, line, _, _ in lint({"loss.py": no_branch, "model.py": XLA_NONE_CALLEE})] \
+        == [("model.py", 7)]
+
+
+def test_any_other_value_given_to_that_parameter_name_keeps_the_finding():
+    poisoned = {
+        # a keyword pass of a real mask, anywhere in the project
+        "keyword.py": "def run(net, x, keep):\n    return net(x, keep_mask=keep)\n",
+        # a dict that may be **-expanded into the call
+        "mapping.py": "def inputs(x, keep):\n    return {'tokens': x, 'keep_mask': keep}\n",
+        "subscript.py": "def inputs(kw, keep):\n    kw['keep_mask'] = keep\n    return kw\n",
+    }
+    for name, source in poisoned.items():
+        found = lint({"loss.py": XLA_NONE_CALLER, "model.py": XLA_NONE_CALLEE, name: source})
+        assert [(p, line) for p, line, _, _ in found] == [("model.py", 7)], name
+    # A positional pass of another value into the resolved callee's place.
+    positional = XLA_NONE_CALLEE.replace("return self.project(hidden, keep_mask)",
+                                         "return self.project(hidden, hidden.sum(-1) > 0)")
+    assert [(p, line) for p, line, _, _ in lint({"loss.py": XLA_NONE_CALLER, "model.py": positional})] \
+        == [("model.py", 7)]
+    # Passing None, or the caller's own parameter of that name on, keeps the fact.
+    passes_none = {"eval.py": "def run(net, x):\n    return net(x, keep_mask=None)\n"}
+    assert lint({"loss.py": XLA_NONE_CALLER, "model.py": XLA_NONE_CALLEE, **passes_none}) == []
+
+
+def test_a_parameter_rebound_before_its_guard_is_no_longer_the_callers_value():
+    rebound = XLA_NONE_CALLEE.replace(
+        "            if keep_mask is not None:\n                hidden = hidden[keep_mask, :]",
+        "            keep_mask = hidden.abs().sum(-1) > 0\n            if keep_mask is not None:\n"
+        "                hidden = hidden[keep_mask, :]")
+    assert rebound != XLA_NONE_CALLEE
+    assert [(p, c) for p, _, c, _ in lint({"loss.py": XLA_NONE_CALLER, "model.py": rebound})] == [("model.py", "RC005")]
+    # The else of `is None`, and a conditional expression: the same guard.
+    inverted = XLA_NONE_CALLEE.replace(
+        "            if keep_mask is not None:\n                hidden = hidden[keep_mask, :]",
+        "            if keep_mask is None:\n                pass\n            else:\n                hidden = hidden[keep_mask, :]")
+    ternary = XLA_NONE_CALLEE.replace(
+        "            if keep_mask is not None:\n                hidden = hidden[keep_mask, :]",
+        "            hidden = hidden[keep_mask, :] if keep_mask is not None else hidden")
+    for variant in (inverted, ternary):
+        assert variant != XLA_NONE_CALLEE
+        assert lint({"loss.py": XLA_NONE_CALLER, "model.py": variant}) == []
+        assert [c for _, _, c, _ in lint({"model.py": variant})] == ["RC005"]
