@@ -4,29 +4,22 @@ Nodes are ``(path, qualname)`` scopes from every FileSummary. Roots are scopes t
 on their own (compile decorators and targets, nn.Module.forward, step loops,
 configured roots); edges are resolved calls, kept in one :class:`CallGraph`. The
 shortest path from any root gives the chain printed with a finding in a helper.
-The graph is a plain adjacency dict with a breadth-first search, not networkx: importing
-networkx costs ~0.15 s, a sixth of the pre-commit budget, for two traversals.
+The graph itself is :class:`~detective.lint.digraph.CallGraph`.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 
+from detective.lint.digraph import CallGraph
+from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
 from detective.lint.model import FileSummary
 
 Node = tuple[str, str]  # (path, qualname)
 
-# External classes known to be nn.Module subclasses without reading them.
-MODULE_BASES = (
-    "torch.nn.", "lightning.", "pytorch_lightning.", "transformers.PreTrainedModel",
-    "transformers.modeling_utils.PreTrainedModel",
-)
-FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
 TRACED_METHODS = ("forward", "__call__")
 FUNCTION_METHODS = ("forward", "backward")
-_MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
 NON_TENSOR_LIBRARIES = frozenset({
     "numpy", "math", "random", "pandas", "scipy", "sklearn", "json", "os", "re", "time",
     "itertools", "collections", "functools", "string", "statistics", "decimal", "fractions",
@@ -39,71 +32,13 @@ CONTAINER_METHODS = frozenset({
 _MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
 
 
-class CallGraph:
-    """Directed graph as insertion-ordered adjacency dicts (the order networkx keeps)."""
-
-    def __init__(self):
-        self.succ: dict[Node, dict[Node, None]] = {}
-
-    def __contains__(self, node: Node) -> bool:
-        return node in self.succ
-
-    def __iter__(self):
-        return iter(self.succ)
-
-    def add_node(self, node: Node) -> None:
-        self.succ.setdefault(node, {})
-
-    def add_edge(self, caller: Node, callee: Node) -> None:
-        self.succ.setdefault(caller, {})[callee] = None
-        self.succ.setdefault(callee, {})
-
-    @property
-    def edges(self):
-        return [(caller, callee) for caller, callees in self.succ.items() for callee in callees]
-
-    def descendants(self, starts) -> set[Node]:
-        """Everything reachable from ``starts`` (the starts themselves only if on a cycle)."""
-        seen: set[Node] = set()
-        stack = [n for start in starts for n in self.succ.get(start, ())]
-        while stack:
-            node = stack.pop()
-            if node not in seen:
-                seen.add(node)
-                stack.extend(self.succ.get(node, ()))
-        return seen
-
-    def shortest_paths(self, sources, skip=frozenset()) -> dict[Node, list[Node]]:
-        """Breadth-first from ``sources`` in order, successors in insertion order: for each
-        reached node the first shortest path found (the one networkx's
-        ``single_source_shortest_path`` from a virtual source before ``sources`` returns).
-        Edges in ``skip`` are not followed."""
-        paths: dict[Node, list[Node]] = {}
-        level = []
-        for source in sources:
-            if source not in paths:
-                paths[source] = [source]
-                level.append(source)
-        succ = self.succ
-        while level:
-            following = []
-            for node in level:
-                path = paths[node]
-                for callee in succ.get(node, ()):
-                    if callee not in paths and (not skip or (node, callee) not in skip):
-                        paths[callee] = [*path, callee]
-                        following.append(callee)
-            level = following
-        return paths
-
-
 @dataclass
 class Reach:
     root_reason: dict[Node, str]
     paths: dict[Node, list[Node]]  # root ... node, for every traced node
 
 
-class Project:
+class Project(ClassHierarchy):
     def __init__(self, summaries: list[FileSummary], environment=None, guess_modules: bool = True):
         """``environment``: a :class:`~detective.lint.environment.Environment` for bases that
         are not in the project; ``guess_modules``: a class whose bases cannot be resolved
@@ -126,7 +61,7 @@ class Project:
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
                 depth: int = 0) -> Node | None:
         """A call target (``#q``, ``self.m``, ``pkg.mod.f``) -> scope node, if in the project."""
-        if depth > _MAX_DEPTH:
+        if depth > MAX_DEPTH:
             return None
         if target.startswith("#"):
             return self._in_file(origin, target[1:].split("."), depth)
@@ -168,7 +103,7 @@ class Project:
         for cut in range(len(parts) - 1, 0, -1):
             candidates = self.by_module.get(".".join(parts[:cut]))
             if candidates:
-                return self._in_file(_closest(candidates, origin), parts[cut:], depth)
+                return self._in_file(closest(candidates, origin), parts[cut:], depth)
         return None
 
     def _in_file(self, summary: FileSummary, parts: list[str], depth: int) -> Node | None:
@@ -184,59 +119,6 @@ class Project:
                                 depth=depth + 1)
         return None
 
-    def resolve_class(self, target: str, origin: FileSummary, depth: int = 0) -> Node | None:
-        if depth > _MAX_DEPTH:
-            return None
-        if target.startswith("#"):
-            name = target[1:]
-            return (origin.path, name) if name in origin.classes else None
-        parts = target.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            candidates = self.by_module.get(".".join(parts[:cut]))
-            if candidates:
-                summary = _closest(candidates, origin)
-                rest = ".".join(parts[cut:])
-                if rest in summary.classes:
-                    return (summary.path, rest)
-                if parts[cut] in summary.imports:
-                    again = ".".join([summary.imports[parts[cut]], *parts[cut + 1:]])
-                    return self.resolve_class(again, summary, depth + 1)
-                return None
-        return None
-
-    def bases(self, cls: Node) -> list[Node]:
-        found = self._bases.get(cls)
-        if found is None:
-            summary = self.files[cls[0]]
-            found = self._bases[cls] = []
-            for base in summary.classes[cls[1]].bases:
-                resolved = self.resolve_class(base, summary)
-                if resolved is not None and resolved != cls:
-                    found.append(resolved)
-        return list(found)
-
-    def mro(self, cls: Node) -> list[Node]:
-        """Project classes in lookup order (memoised: every self.method call walks it)."""
-        order = self._mro.get(cls)
-        if order is None:
-            order, stack, seen = [], [cls], set()
-            while stack and len(order) < 64:
-                current = stack.pop(0)
-                if current in seen:
-                    continue
-                seen.add(current)
-                order.append(current)
-                stack = self.bases(current) + stack
-            self._mro[cls] = order
-        return order
-
-    def find_method(self, cls: Node, method: str) -> Node | None:
-        for path, qualname in self.mro(cls):
-            candidate = f"{qualname}.{method}"
-            if candidate in self.files[path].scopes:
-                return (path, candidate)
-        return None
-
     def returns_tensor(self, target: str, origin: FileSummary, class_name: str | None = None,
                        depth: int = 0) -> bool:
         """Does the project function a call target names return a tensor (its return
@@ -245,7 +127,7 @@ class Project:
         target, _, position = target.lstrip("~").partition("@")
         unresolved = veto_only or target.startswith("?")  # ?self.proj: a tensor unless a method says no
         node = self.resolve(target.lstrip("?"), origin, class_name)
-        if node is None or depth > _MAX_DEPTH:
+        if node is None or depth > MAX_DEPTH:
             return unresolved and target.split(".", 1)[0] not in NON_TENSOR_LIBRARIES
         summary = self.files[node[0]]
         scope = summary.scopes[node[1]]
@@ -282,75 +164,6 @@ class Project:
                         if f"{qualname}.{name}" in summary.scopes:
                             self._methods.setdefault(name, []).append((summary.path, f"{qualname}.{name}"))
         return self._methods.get(method, [])
-
-    def _attr_class(self, cls: Node, attr: str) -> Node | None:
-        for path, qualname in self.mro(cls):
-            summary = self.files[path]
-            target = summary.classes[qualname].attr_types.get(attr)
-            if target is not None:
-                return self.resolve_class(target, summary)
-        return None
-
-    def _external_attr(self, cls: Node, attr: str) -> bool:
-        """Was ``self.<attr>`` built by a call into code outside the project?"""
-        for path, qualname in self.mro(cls):
-            summary = self.files[path]
-            target = summary.classes[qualname].attr_types.get(attr)
-            if target is not None:
-                return not target.startswith("local:") and self.module_file(target, summary) is None
-        return False
-
-    def class_kind(self, cls: Node, depth: int = 0) -> str | None:
-        """"module" (nn.Module), "function" (autograd.Function), "other", or None: unknown."""
-        if cls in self._class_kind:
-            return self._class_kind[cls]
-        self._class_kind[cls] = "other"  # breaks inheritance cycles
-        summary = self.files[cls[0]]
-        kinds = [self._base_kind(base, summary, depth) for base in summary.classes[cls[1]].bases]
-        result = next((k for k in ("module", "function") if k in kinds), None)
-        if result is None:
-            result = None if None in kinds else "other"
-        self._class_kind[cls] = result
-        return result
-
-    def _base_kind(self, base: str, summary: FileSummary, depth: int) -> str | None:
-        if base.startswith("?"):
-            return None  # a name this file does not define or import (star import, builtins aside)
-        if base.startswith(MODULE_BASES) or base == "torch.nn.Module":
-            return "module"
-        if base in FUNCTION_BASES:
-            return "function"
-        resolved = self.resolve_class(base, summary)
-        if resolved is not None:
-            return self.class_kind(resolved, depth + 1) if depth < _MAX_DEPTH else None
-        if base.startswith("#") or self.environment is None:
-            return None
-        try:
-            return self.environment.kind(base)
-        except (RecursionError, OSError, ValueError):
-            return None
-
-    def is_module_class(self, cls: Node) -> bool:
-        return self.class_kind(cls) == "module"
-
-    def tensor_attrs(self, cls: Node) -> set[str]:
-        """Buffers and parameters registered by the class or any base, project or installed."""
-        names: set[str] = set()
-        for path, qualname in self.mro(cls):
-            summary = self.files[path]
-            info = summary.classes[qualname]
-            names.update(info.tensor_attrs)
-            if self.environment is not None:
-                for base in info.bases:
-                    if not base.startswith(("#", "?")) and self.resolve_class(base, summary) is None:
-                        try:
-                            names |= self.environment.tensor_attrs(base)
-                        except (RecursionError, OSError, ValueError):
-                            pass
-        return names
-
-    def _defines(self, cls: Node, method: str) -> bool:
-        return self.find_method(cls, method) is not None
 
     # ------------------------------------------------------------------ graph
     def graph(self):
@@ -443,15 +256,6 @@ class Project:
                    if (scope := self.files[path].scopes.get(qualname)) is not None)
 
     # ------------------------------------------------------------------ XLA code
-    def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
-        """The project file an imported dotted name lives in (longest module prefix)."""
-        parts = dotted.split(".")
-        for cut in range(len(parts), 0, -1):
-            candidates = self.by_module.get(".".join(parts[:cut]))
-            if candidates:
-                return _closest(candidates, origin)
-        return None
-
     def is_xla_code(self, path: str, qualname: str) -> bool:
         """Policy rules' scope: the file imports torch_xla, or this scope is run (through
         calls) by a scope of such a file. Importing a module does not make it XLA code:
@@ -478,14 +282,3 @@ def _error_only(node: Node, callers: dict, dead_callers: dict, memo: dict | None
         result = all(_error_only(caller, callers, dead_callers, memo) for caller in live)
     memo[node] = result
     return result
-
-
-def _closest(candidates: list[FileSummary], origin: FileSummary) -> FileSummary:
-    """Among same-named modules, the one nearest the importing file (scripts dirs)."""
-    if len(candidates) == 1:
-        return candidates[0]
-
-    def shared(summary: FileSummary) -> int:
-        return len(os.path.commonpath([os.path.abspath(summary.root), os.path.abspath(origin.root)]))
-
-    return max(candidates, key=shared)

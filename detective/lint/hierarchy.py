@@ -1,0 +1,164 @@
+"""Classes across the project and the installed packages: bases, lookup order, which are
+nn.Modules or autograd Functions, which attributes are tensors. A mixin of
+:class:`~detective.lint.callgraph.Project`, which holds the state it reads (``files``,
+``by_module``, ``environment`` and the memo dicts)."""
+
+from __future__ import annotations
+
+import os
+
+from detective.lint.model import FileSummary
+
+Node = tuple[str, str]  # (path, qualname)
+
+# External classes known to be nn.Module subclasses without reading them.
+MODULE_BASES = (
+    "torch.nn.", "lightning.", "pytorch_lightning.", "transformers.PreTrainedModel",
+    "transformers.modeling_utils.PreTrainedModel",
+)
+FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
+MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
+
+
+class ClassHierarchy:
+    def resolve_class(self, target: str, origin: FileSummary, depth: int = 0) -> Node | None:
+        if depth > MAX_DEPTH:
+            return None
+        if target.startswith("#"):
+            name = target[1:]
+            return (origin.path, name) if name in origin.classes else None
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            candidates = self.by_module.get(".".join(parts[:cut]))
+            if candidates:
+                summary = closest(candidates, origin)
+                rest = ".".join(parts[cut:])
+                if rest in summary.classes:
+                    return (summary.path, rest)
+                if parts[cut] in summary.imports:
+                    again = ".".join([summary.imports[parts[cut]], *parts[cut + 1:]])
+                    return self.resolve_class(again, summary, depth + 1)
+                return None
+        return None
+
+    def bases(self, cls: Node) -> list[Node]:
+        found = self._bases.get(cls)
+        if found is None:
+            summary = self.files[cls[0]]
+            found = self._bases[cls] = []
+            for base in summary.classes[cls[1]].bases:
+                resolved = self.resolve_class(base, summary)
+                if resolved is not None and resolved != cls:
+                    found.append(resolved)
+        return list(found)
+
+    def mro(self, cls: Node) -> list[Node]:
+        """Project classes in lookup order (memoised: every self.method call walks it)."""
+        order = self._mro.get(cls)
+        if order is None:
+            order, stack, seen = [], [cls], set()
+            while stack and len(order) < 64:
+                current = stack.pop(0)
+                if current in seen:
+                    continue
+                seen.add(current)
+                order.append(current)
+                stack = self.bases(current) + stack
+            self._mro[cls] = order
+        return order
+
+    def find_method(self, cls: Node, method: str) -> Node | None:
+        for path, qualname in self.mro(cls):
+            candidate = f"{qualname}.{method}"
+            if candidate in self.files[path].scopes:
+                return (path, candidate)
+        return None
+
+    def _attr_class(self, cls: Node, attr: str) -> Node | None:
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            target = summary.classes[qualname].attr_types.get(attr)
+            if target is not None:
+                return self.resolve_class(target, summary)
+        return None
+
+    def _external_attr(self, cls: Node, attr: str) -> bool:
+        """Was ``self.<attr>`` built by a call into code outside the project?"""
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            target = summary.classes[qualname].attr_types.get(attr)
+            if target is not None:
+                return not target.startswith("local:") and self.module_file(target, summary) is None
+        return False
+
+    def class_kind(self, cls: Node, depth: int = 0) -> str | None:
+        """"module" (nn.Module), "function" (autograd.Function), "other", or None: unknown."""
+        if cls in self._class_kind:
+            return self._class_kind[cls]
+        self._class_kind[cls] = "other"  # breaks inheritance cycles
+        summary = self.files[cls[0]]
+        kinds = [self._base_kind(base, summary, depth) for base in summary.classes[cls[1]].bases]
+        result = next((k for k in ("module", "function") if k in kinds), None)
+        if result is None:
+            result = None if None in kinds else "other"
+        self._class_kind[cls] = result
+        return result
+
+    def _base_kind(self, base: str, summary: FileSummary, depth: int) -> str | None:
+        if base.startswith("?"):
+            return None  # a name this file does not define or import (star import, builtins aside)
+        if base.startswith(MODULE_BASES) or base == "torch.nn.Module":
+            return "module"
+        if base in FUNCTION_BASES:
+            return "function"
+        resolved = self.resolve_class(base, summary)
+        if resolved is not None:
+            return self.class_kind(resolved, depth + 1) if depth < MAX_DEPTH else None
+        if base.startswith("#") or self.environment is None:
+            return None
+        try:
+            return self.environment.kind(base)
+        except (RecursionError, OSError, ValueError):
+            return None
+
+    def is_module_class(self, cls: Node) -> bool:
+        return self.class_kind(cls) == "module"
+
+    def tensor_attrs(self, cls: Node) -> set[str]:
+        """Buffers and parameters registered by the class or any base, project or installed."""
+        names: set[str] = set()
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            info = summary.classes[qualname]
+            names.update(info.tensor_attrs)
+            if self.environment is not None:
+                for base in info.bases:
+                    if not base.startswith(("#", "?")) and self.resolve_class(base, summary) is None:
+                        try:
+                            names |= self.environment.tensor_attrs(base)
+                        except (RecursionError, OSError, ValueError):
+                            pass
+        return names
+
+    def _defines(self, cls: Node, method: str) -> bool:
+        return self.find_method(cls, method) is not None
+
+    def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
+        """The project file an imported dotted name lives in (longest module prefix)."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            candidates = self.by_module.get(".".join(parts[:cut]))
+            if candidates:
+                return closest(candidates, origin)
+        return None
+
+
+def closest(candidates: list[FileSummary], origin: FileSummary) -> FileSummary:
+    """Among same-named modules, the one nearest the importing file (scripts dirs)."""
+    if len(candidates) == 1:
+        return candidates[0]
+
+    def shared(summary: FileSummary) -> int:
+        return len(os.path.commonpath([os.path.abspath(summary.root), os.path.abspath(origin.root)]))
+
+    return max(candidates, key=shared)
