@@ -136,6 +136,25 @@ class Block(torch.nn.Module):
         return rebuild((x,), {"flags": [True]})
 """,
         ),
+        Valid(
+            """
+import torch
+
+class Criterion(torch.nn.Module):
+    def forward(self, model, sample):
+        losses = self.per_channel(model, sample)  # a dict of dicts of tensors
+        total = 0.0
+        for source in losses:
+            for target in losses[source]:  # indexed by its own items: keys, not rows
+                if target == source:  # two channel names compared
+                    total = total + losses[source][target]
+        return total
+
+    def per_channel(self, model, sample):
+        out = {"a": {"a": model(sample["x"])}}
+        return out
+""",
+        ),
     ]
     INVALID = [
         Invalid(

@@ -117,6 +117,21 @@ def _annotation_is_plain(node: cst.BaseExpression | None) -> bool:
     return head in NON_TENSOR_ANNOTATIONS and head not in {"Any", "Module"} and not _annotation_is_tensor(node)
 
 
+class _IndexedByItem(cst.CSTVisitor):
+    """Finds ``<iterable>[<item>]`` in a loop body."""
+
+    def __init__(self, iterable: cst.BaseExpression, item: str):
+        super().__init__()
+        self.iterable, self.item, self.found = iterable, item, False
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.Name) and node.slice[0].slice.value.value == self.item \
+                and node.value.deep_equals(self.iterable):
+            self.found = True
+        return not self.found
+
+
 class TensorInference:
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
@@ -343,6 +358,20 @@ class TensorInference:
         if isinstance(node, cst.UnaryOperation):
             return self.is_host_value(node.expression)
         return False
+
+    def iterates_keys(self, loop: cst.For) -> bool:
+        """``for k in d:`` whose body reads ``d[k]``: ``d`` is a mapping (a dict of tensors
+        taken for a tensor), so ``k`` is one of its keys, no tensor row."""
+        if not isinstance(loop.target, cst.Name):
+            return False
+        mark = len(self.assumed)
+        tensor = self.is_tensor(loop.iter)
+        del self.assumed[mark:]  # a question, not evidence a finding stands on
+        if not tensor:
+            return False  # only a loop over a supposed tensor is worth the look
+        finder = _IndexedByItem(loop.iter, loop.target.value)
+        loop.body.visit(finder)
+        return finder.found
 
     # ------------------------------------------------------------------ internals
     def _call_is_tensor(self, node: cst.Call) -> bool:

@@ -432,6 +432,8 @@ class SemanticModel:
         elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
             self.bind_target(target.elements[0].value)
             self._bind_items(target.elements[1].value, it.args[0].value if it.args else None)
+        elif self.infer.iterates_keys(node):
+            self.bind_target(target)  # for k in d: ... d[k]: d is a mapping, k its key
         else:
             # for row in batch_tensor: each row is a tensor too.
             self._bind_items(target, it)
