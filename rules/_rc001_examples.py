@@ -266,4 +266,20 @@ class Experts(torch.nn.Module):
 """,
         line=9,
     ),
+    Invalid(
+        """
+import torch
+import torch.nn.functional as F
+
+def exclusive_cumsum(t):
+    return F.pad(t, (1, -1)).cumsum(-1)  # lives where t lives
+
+class Dispatch(torch.nn.Module):
+    def forward(self, x, rank: int):
+        starts = exclusive_cumsum(torch.tensor([2, 3, 4]))  # a Python list, no device
+        return x[starts[rank].item():]  # info: a CPU tensor through the helper
+""",
+        line=11,
+        severity="info",
+    ),
 ]

@@ -138,6 +138,7 @@ class TensorInference:
         # Call targets the answers since the last clear() took for tensors on trust: the
         # project's own helpers, whose return summaries are only known across files.
         self.assumed: list[str] = []
+        self.params_on_cpu = False  # while summarising a return: parameters count as CPU tensors
 
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         annotation = param.annotation
@@ -298,6 +299,8 @@ class TensorInference:
         if isinstance(node, cst.Name):
             # cu_seqlens_cpu: a name that says where the tensor lives; a host copy (x.cpu()).
             function = self.model.function
+            if self.params_on_cpu and node.value in function.params and node.value not in function.locals:
+                return True  # a return summary: where the arguments live (see SemanticModel)
             return node.value in function.cpu_made_names or node.value in function.cpu_names \
                 or node.value.endswith("_cpu")
         if isinstance(node, cst.Call):
@@ -305,13 +308,19 @@ class TensorInference:
             if isinstance(func, cst.Attribute) and func.attr.value == "cpu":
                 return True  # a host copy: what is computed from it runs on the CPU
             dotted = self.model.resolve(func) or ""
-            if T.is_torch_name(dotted) and dotted.count(".") == 1:
-                if dotted.rsplit(".", 1)[-1] not in CPU_FACTORIES:
-                    return False
-                return not any(a.keyword is not None and a.keyword.value in {"device", "out"} for a in node.args)
+            if T.is_torch_name(dotted):
+                if dotted.count(".") == 1 and dotted.rsplit(".", 1)[-1] in CPU_FACTORIES:
+                    return not any(a.keyword is not None and a.keyword.value in {"device", "out"}
+                                   for a in node.args)
+                # torch.cumsum(t), F.pad(t, p): the result lives where its tensor inputs live.
+                return self._inputs_on_cpu(node)
+            if isinstance(func, cst.Name) and self.model.cpu_following.get(dotted):
+                return self._inputs_on_cpu(node)  # a helper of this file whose return follows them
             if isinstance(func, cst.Attribute) and func.attr.value not in MOVING_METHODS:
                 return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum()
             return False
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return bool(node.elements) and all(self.made_on_cpu(e.value) for e in node.elements)
         if isinstance(node, cst.Subscript):
             return self.made_on_cpu(node.value)
         if isinstance(node, cst.UnaryOperation):
@@ -327,6 +336,18 @@ class TensorInference:
             del self.assumed[mark:]  # a question, not evidence a finding stands on
             return others
         return False
+
+    def _inputs_on_cpu(self, node: cst.Call) -> bool:
+        """Some argument is a CPU tensor and every other one a CPU tensor or no tensor."""
+        values = [a.value for a in node.args]
+        if not any(self.made_on_cpu(v) for v in values):
+            return False
+        mark = len(self.assumed)
+        others = all(self.made_on_cpu(v) or not (
+            self.is_tensor(v) or isinstance(v, (cst.List, cst.Tuple))
+            and any(self.is_tensor(e.value) for e in v.elements)) for v in values)
+        del self.assumed[mark:]  # a question, not evidence a finding stands on
+        return others
 
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in

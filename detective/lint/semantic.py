@@ -50,6 +50,7 @@ class FunctionFrame:
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
     guessed_names: set[str] = field(default_factory=set)  # forward(self, x, adaptive_r=None): tensors by guess
     annotations: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameters as annotated
+    params: frozenset = frozenset()  # the parameters' names
 
 
 @dataclass
@@ -74,6 +75,9 @@ class SemanticModel:
         self.imports_xla = False  # torch_xla imported so far (in walk order)
         self.module_imports: list[str] = []
         self.infer = TensorInference(self)
+        # Functions of this file whose returns are on the CPU whenever their tensor arguments
+        # are (cumsum_exclusive(t) = F.pad(t, p).cumsum(-1)), for calls later in the file.
+        self.cpu_following: dict[str, bool] = {}
         self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
@@ -243,6 +247,7 @@ class SemanticModel:
                 frame.tensor_names.add(pname)
                 if param.annotation is None:
                     frame.guessed_names.add(pname)
+        frame.params = frozenset(frame.data_names)
         self.functions.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -360,6 +365,10 @@ class SemanticModel:
         if value is None or scope.qualname == "<module>":
             return
         infer = self.infer
+        infer.params_on_cpu = True
+        follows = infer.made_on_cpu(value)
+        infer.params_on_cpu = False
+        self.cpu_following[scope.qualname] = self.cpu_following.get(scope.qualname, True) and follows
         if isinstance(value, cst.Tuple):
             # return x, pad_length: which positions are tensors ("tensor", or the calls
             # whose results they are, "a|b"; target@i in assumptions).
