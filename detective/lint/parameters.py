@@ -1,0 +1,95 @@
+"""What a parameter's annotation and name say about it: a tensor, a container of
+non-tensors (``Dict[str, List[Any]]``), an option (``return_all=None``, ``num_heads``).
+Read by :mod:`detective.lint.inference` (no type checker: annotations as written)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+NON_TENSOR_ANNOTATIONS = frozenset({
+    "int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set", "Dict", "List", "Tuple",
+    "Set", "Mapping", "MutableMapping", "Sequence", "Iterable", "Callable", "Any", "Module",
+})
+# forward(self, x, name=None, return_all=None): parameters named like options, not tensors.
+OPTION_PREFIXES = ("return_", "use_", "is_", "has_", "output_", "need_", "enable_", "with_", "skip_",
+                   "apply_", "do_", "num_", "n_", "add_", "allow_", "force_", "should_", "no_")
+OPTION_SUFFIXES = ("_name", "_type", "_mode", "_only", "_flag", "_state", "_cache", "_degree",
+                   "_kwargs", "_config", "_cfg", "_fn", "_func", "_size", "_len", "_dim", "_idx", "_num",
+                   "_step", "_epoch", "_spec", "_group", "_mesh")
+OPTION_NAMES = frozenset({"name", "mode", "key", "task", "config", "cfg", "kwargs", "args", "step",
+                          "epoch", "dim", "training", "reduce", "verbose", "tag", "prefix", "layer_idx",
+                          "mesh", "group", "process_group", "spec", "partition_spec"})
+
+
+def param_is_tensor(param: cst.Param, *, is_forward: bool) -> bool:
+    annotation = param.annotation
+    if annotation is not None:
+        # Annotated: the annotation decides (group: dist.ProcessGroup, inference: bool,
+        # state: Optional[Dict[str, List[Tensor]]] is a dict).
+        return annotation_is_tensor(annotation.annotation)
+    if not is_forward:
+        return False
+    name = param.name.value
+    if name in OPTION_NAMES or name.startswith(OPTION_PREFIXES) or name.endswith(OPTION_SUFFIXES):
+        return False
+    default = param.default
+    return default is None or (isinstance(default, cst.Name) and default.value == "None")
+
+
+def annotation_is_tensor(node: cst.BaseExpression) -> bool:
+    """``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``, ``"Tensor"``,
+    ``Float[Tensor, "b d"]``; not a container of tensors (``List[Tensor]``, ``Dict[...]``)."""
+    if isinstance(node, cst.SimpleString):
+        text = str(node.evaluated_value or "").replace(" ", "")
+        head = text.split("[", 1)[0].rsplit(".", 1)[-1]
+        return head.endswith("Tensor") or (head in {"Optional", "Union"} and "Tensor" in text
+                                           and not any(c in text for c in ("List[", "Dict[", "Tuple[")))
+    if isinstance(node, cst.Name):
+        return node.value.endswith("Tensor")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value.endswith("Tensor")
+    if isinstance(node, cst.BinaryOperation):  # Tensor | None
+        return annotation_is_tensor(node.left) or annotation_is_tensor(node.right)
+    if isinstance(node, cst.Subscript):
+        head = node.value.attr.value if isinstance(node.value, cst.Attribute) else getattr(node.value, "value", "")
+        items = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if head in {"Optional", "Union"}:
+            return any(annotation_is_tensor(i) for i in items)
+        if head in NON_TENSOR_ANNOTATIONS or head.lower() in {"list", "dict", "tuple", "set", "sequence"}:
+            return False
+        return bool(items) and annotation_is_tensor(items[0])  # Float[Tensor, "b d"]
+    return False
+
+
+def _annotation_head(node: cst.BaseExpression) -> str:
+    """``Dict`` of ``typing.Dict[str, int]``, ``list`` of ``list[int]``."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return node.value if isinstance(node, cst.Name) else ""
+
+
+def element_annotation(node: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
+    """The annotation of ``m[k]`` (depth 1), ``m[k][j]`` (depth 2) for ``m: node``: the value
+    type of a mapping, the item type of a list/sequence; None when it cannot be told."""
+    for _ in range(depth):
+        if not isinstance(node, cst.Subscript):
+            return None
+        head = _annotation_head(node).lower()
+        items = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        if head in {"dict", "mapping", "mutablemapping", "ordereddict", "defaultdict"} and len(items) == 2:
+            node = items[1]
+        elif head in {"list", "sequence", "mutablesequence"} and len(items) == 1:
+            node = items[0]
+        else:
+            return None
+    return node
+
+
+def annotation_is_plain(node: cst.BaseExpression | None) -> bool:
+    """A container or a Python scalar (``List[Any]``, ``int``), not a tensor or ``Any``."""
+    if node is None:
+        return False
+    head = _annotation_head(node)
+    return head in NON_TENSOR_ANNOTATIONS and head not in {"Any", "Module"} and not annotation_is_tensor(node)
