@@ -20,6 +20,7 @@ _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
 from detective.lint.semantic import SemanticModel
+from detective.lint.signatures import call_shape
 
 _SUPPRESS = re.compile(
     r"#\s*(?:noqa(?::\s*(?P<noqa>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?"
@@ -94,7 +95,10 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         summary.classes[qualname] = info
 
     # One CallRef per (scope, target), the most live way it is called ("" < "once" < "dead").
+    # self.x.m(...) with x's class maybe unknown: the shapes of its arguments, so that the
+    # cross-file pass links only the project's methods named m that can take them.
     kinds: dict[tuple[str, str], str] = {}
+    shapes: dict[tuple[str, str], dict[str, None]] = {}
     for item in regions.items:
         if item.kind != "call":
             continue
@@ -103,8 +107,10 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             key, kind = (item.scope, target), item.payload[2]
             if key not in kinds or _LIVENESS[kind] < _LIVENESS[kinds[key]]:
                 kinds[key] = kind
+            if target.startswith("self.") and target.count(".") == 2:
+                shapes.setdefault(key, {})[call_shape(item.payload[1])] = None
     for (scope, target), kind in kinds.items():
-        summary.scopes[scope].calls.append(CallRef(target, kind))
+        summary.scopes[scope].calls.append(CallRef(target, kind, "/".join(shapes.get((scope, target), ()))))
     for scope, target in regions.step_closures:
         resolved = _resolve_local(model, target, scope)
         if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:

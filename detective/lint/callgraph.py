@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
 from detective.lint.model import FileSummary
+from detective.lint.signatures import accepts
 
 Node = tuple[str, str]  # (path, qualname)
 
@@ -207,10 +208,12 @@ class Project(ClassHierarchy):
                                     (path, scope.class_name), call.target.split(".")[1])):
                         # self.segmenter.logit_segment(...) with the attribute's class
                         # unknown and a few same-named methods: any of them may run.
+                        # Not those whose parameters cannot take the call's arguments.
                         candidates = self.methods_named(call.target.rsplit(".", 1)[1])
                         if 1 < len(candidates) <= _MAX_SAME_NAMED:
                             for candidate in candidates:
-                                edges.add_edge(node, candidate)
+                                if accepts(self.files[candidate[0]].scopes[candidate[1]].signature, call.shapes):
+                                    edges.add_edge(node, candidate)
             registrations.extend((summary, scope_name, ref, reason)
                                  for scope_name, ref, reason in summary.compile_targets)
             for qualname in summary.classes:

@@ -63,6 +63,7 @@ class CallRef:
     # XLA or only on an error path (an except block that re-raises). Only "" calls make a
     # callee traced; a hook registered by a scope that only "dead" calls reach is no root.
     kind: str = ""
+    shapes: str = ""  # self.x.m(...): its calls' argument shapes (see detective.lint.signatures)
 
 
 @dataclass
@@ -85,6 +86,7 @@ class Scope:
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
     none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)
+    signature: str = ""  # a method's parameters (see detective.lint.signatures)
 
 
 @dataclass

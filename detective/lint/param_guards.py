@@ -9,6 +9,7 @@ from collections import defaultdict
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.signatures import signature_of
 from detective.lint.xla_branches import bound_names
 from detective.lint.xla_params import FORWARDED, NONE, OTHER, XLA_NONE
 
@@ -48,8 +49,12 @@ class ParamGuards:
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         params = node.params
         positional = [*params.posonly_params, *params.params]
-        if positional and positional[0].name.value in {"self", "cls"} and self.model.scope.class_name:
+        bound = bool(positional) and positional[0].name.value in {"self", "cls"} \
+            and self.model.scope.class_name is not None
+        if bound:
             positional = positional[1:]  # bound calls pass it implicitly
+        if self.model.scope.class_name is not None:
+            self.model.scope.signature = signature_of(params, bound)
         defaults = {}
         for index, param in enumerate(positional):
             if _is_none(param.default):

@@ -404,3 +404,36 @@ def test_a_parameter_rebound_before_its_guard_is_no_longer_the_callers_value():
         assert variant != XLA_NONE_CALLEE
         assert lint({"loss.py": XLA_NONE_CALLER, "model.py": variant}) == []
         assert [c for _, _, c, _ in lint({"model.py": variant})] == ["RC005"]
+
+
+def test_a_same_named_method_that_cannot_take_the_calls_arguments_is_not_linked():
+    model = """
+        import torch
+
+        class Seq2Seq(torch.nn.Module):
+            def __init__(self, decoder):
+                super().__init__()
+                self.decoder = decoder        # handed in: its class is unknown here
+
+            def forward(self, tokens, memory):
+                return self.decoder.score_slots(normalize=False, tokens=tokens, memory=memory)
+
+        class Decoder(torch.nn.Module):
+            def score_slots(self, normalize, memory, tokens, **unused):
+                return memory.sum(-1) + tokens
+
+        class Ensemble:
+            def __init__(self, models):
+                self.models = models
+
+            def score_slots(self, memories, tokens, scores, can_insert, max_lens):
+                keep = tokens > 0                  # inference only
+                return memories[keep]
+    """
+    assert lint({"model.py": model}) == []
+    # A method that can take the same arguments may be the one called: it stays linked.
+    takes_them = model.replace("def score_slots(self, memories, tokens, scores, can_insert, max_lens):",
+                               "def score_slots(self, normalize, memory, tokens, can_insert=None):") \
+        .replace("return memories[keep]", "return memory[keep]")
+    assert takes_them != model
+    assert [(p, line, c) for p, line, c, _ in lint({"model.py": takes_them})] == [("model.py", 22, "RC005")]
