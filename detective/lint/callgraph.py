@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
-from detective.lint.model import FileSummary
+from detective.lint.model import NEEDS_CUDA, FileSummary
 from detective.lint.signatures import accepts
 
 Node = tuple[str, str]  # (path, qualname)
@@ -57,6 +57,8 @@ class Project(ClassHierarchy):
         self._returns: dict[tuple[Node, bool], bool] = {}
         self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
+        self._cuda: set[Node] = set()  # scopes that need CUDA, and what the roots reach without them
+        self._cuda_free: set[Node] | None = None
 
     # ------------------------------------------------------------------ resolution
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
@@ -250,6 +252,18 @@ class Project(ClassHierarchy):
         graph, roots = self.graph()
         # Calls made in one-time set-up or on error paths do not carry a region on.
         return Reach(roots, graph.shortest_paths(roots, skip=self._untraced))
+
+    def cuda_only_via(self, path: list[Node]) -> Node | None:
+        """For a traced chain ``path`` (root ... scope): the scope on it that needs CUDA, when
+        every traced path to that scope runs through one (see :mod:`detective.lint.cuda_only`)."""
+        if self._cuda_free is None:
+            graph, roots = self.graph()
+            self._cuda = {n for n in graph if NEEDS_CUDA in self.files[n[0]].scopes[n[1]].tags}
+            self._cuda_free = graph.reachable(roots, skip=self._untraced, avoid=self._cuda) \
+                if self._cuda else set()
+        if not self._cuda or path[-1] in self._cuda_free:
+            return None
+        return next((n for n in path if n in self._cuda), None)
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""

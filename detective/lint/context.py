@@ -25,6 +25,7 @@ import libcst as cst
 from detective.lint.regions import Regions
 from detective.lint.semantic import SemanticModel
 from detective.lint.walker import SKIP_CHILDREN, dispatch_tables, walk
+from detective.lint.cuda_only import CudaScopes
 from detective.lint.param_guards import ParamGuards
 
 
@@ -58,9 +59,10 @@ class Context:
                 if facts_class not in self.facts:
                     self.facts[facts_class] = facts_class(self)
         self.rules = [rule_class(self) for rule_class in rule_classes]
-        # visit: model, regions, guards, facts, rules; leave: the reverse.
-        self._visit, _ = dispatch_tables([model, regions, guards, *self.facts.values(), *self.rules])
-        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), guards, regions, model])
+        # visit: model, regions, guards, cuda, facts, rules; leave: the reverse.
+        cuda = CudaScopes(model)
+        self._visit, _ = dispatch_tables([model, regions, guards, cuda, *self.facts.values(), *self.rules])
+        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), cuda, guards, regions, model])
 
     @property
     def function(self):

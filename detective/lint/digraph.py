@@ -62,3 +62,16 @@ class CallGraph:
                         following.append(callee)
             level = following
         return paths
+
+    def reachable(self, sources, skip=frozenset(), avoid=frozenset()) -> set[Node]:
+        """Nodes reached from ``sources`` without following ``skip`` edges or entering
+        ``avoid`` nodes (sources in ``avoid`` are left out too)."""
+        seen = {s for s in sources if s not in avoid}
+        stack = list(seen)
+        while stack:
+            node = stack.pop()
+            for callee in self.succ.get(node, ()):
+                if callee not in seen and callee not in avoid and (node, callee) not in skip:
+                    seen.add(callee)
+                    stack.append(callee)
+        return seen

@@ -344,7 +344,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                 if xla_nones.intersection(candidate.guarded_by):
                     continue
             chain: tuple[ChainLink, ...] = ()
-            message = candidate.message
+            message, severity = candidate.message, candidate.severity
             if rule.applies_to == "region":
                 reach = reach or project.reach()
                 path = reach.paths.get((summary.path, candidate.scope))
@@ -356,6 +356,11 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     message += (f" (via {' → '.join(map(str, chain))} → {what} "
                                 f"at {summary.path}:{candidate.line})")
                 region = reach.root_reason.get(path[0], "")
+                via = project.cuda_only_via(path)
+                if via is not None:  # flash-attention kernels, .cuda(): never on an XLA host
+                    severity = "info"
+                    message += (f" (only reached through {_describe(project, via).function}, which needs "
+                                f"CUDA: not on an XLA host, but real under torch.compile on a GPU)")
             elif rule.applies_to == "xla-code":
                 if not project.is_xla_code(summary.path, candidate.scope):
                     continue
@@ -367,7 +372,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             findings.append(Finding(summary.path, candidate.line, candidate.column, candidate.code,
                                     rule.name, message, chain, region=region,
                                     fix=candidate.fix, fix_title=candidate.fix_title,
-                                    subject=candidate.subject, severity=candidate.severity))
+                                    subject=candidate.subject, severity=severity))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
 

@@ -16,6 +16,10 @@ SEVERITIES = ("info", "warning")
 DEFAULT_MIN_SEVERITY = "warning"
 
 
+# Scope tag: every way through the function needs a CUDA device (detective.lint.cuda_only).
+NEEDS_CUDA = "needs-cuda"
+
+
 def at_least(severity: str, minimum: str) -> bool:
     return SEVERITIES.index(severity) >= SEVERITIES.index(minimum)
 

@@ -437,3 +437,70 @@ def test_a_same_named_method_that_cannot_take_the_calls_arguments_is_not_linked(
         .replace("return memories[keep]", "return memory[keep]")
     assert takes_them != model
     assert [(p, line, c) for p, line, c, _ in lint({"model.py": takes_them})] == [("model.py", 22, "RC005")]
+
+
+CUDA_ONLY = """
+    import torch
+    from torch import nn
+    try:
+        from flash_attn import flash_attn_func, flash_attn_varlen_func
+    except ImportError:
+        pass
+
+    def unpad(mask):
+        idx = torch.nonzero(mask.flatten()).flatten()
+        return idx, mask.sum(-1).max().item()
+
+    class Attention(nn.Module):
+        def forward(self, q, k, v, mask=None):
+            return torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+
+    class FlashAttention(Attention):
+        def forward(self, q, k, v, mask=None):
+            if mask.sum().item() > 0:
+                q = q * 2
+            return self._attend(q, k, v, mask)
+
+        def _attend(self, q, k, v, mask):
+            if mask is not None:
+                idx, longest = unpad(mask)
+                out = flash_attn_varlen_func(q, k, v, idx, longest)
+            else:
+                out = flash_attn_func(q, k, v)
+            return out
+"""
+
+
+def test_code_reached_only_through_a_function_that_needs_cuda_is_info():
+    found = lint({"attn.py": CUDA_ONLY})
+    assert {(line, c, s) for _, line, c, s in found} == {
+        (10, "RC005", "info"), (11, "RC001", "info"), (19, "RC001", "info")}
+    # One side of the branch runs without the CUDA package: the module may run on XLA.
+    eager_side = CUDA_ONLY.replace("                out = flash_attn_func(q, k, v)",
+                                   "                out = torch.softmax(q @ k.transpose(-1, -2), -1) @ v")
+    assert eager_side != CUDA_ONLY
+    assert {s for _, _, _, s in lint({"attn.py": eager_side})} == {"warning"}
+    # The helper is also called from a module that runs on XLA: its findings stay warnings.
+    shared = CUDA_ONLY.replace("            return torch.softmax(q @ k.transpose(-1, -2), -1) @ v",
+                               "            idx, longest = unpad(mask)\n"
+                               "            return torch.softmax(q @ k.transpose(-1, -2), -1) @ v")
+    assert {(line, s) for _, line, _, s in lint({"attn.py": shared}) if line in (10, 11)} \
+        == {(10, "warning"), (11, "warning")}
+
+
+def test_a_module_that_moves_a_tensor_with_cuda_on_every_call_is_info():
+    module = """
+        import torch
+
+        class Quantized(torch.nn.Module):
+            def forward(self, x):
+                scale = x.abs().max().cuda()
+                return torch.clamp(x, -scale.item(), scale.item())
+    """
+    assert {(c, s) for _, _, c, s in lint({"q.py": module})} == {("RC001", "info")}
+    # .cuda() only when asked: the forward runs on XLA otherwise.
+    optional = module.replace("                scale = x.abs().max().cuda()",
+                              "                scale = x.abs().max()\n"
+                              "                if self.on_gpu:\n"
+                              "                    scale = scale.cuda()")
+    assert {(c, s) for _, _, c, s in lint({"q.py": optional})} == {("RC001", "warning")}
