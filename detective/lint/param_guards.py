@@ -42,7 +42,7 @@ class ParamGuards:
             self.active.append((len(self._defaults), name))
 
     def untrack(self, node: cst.CSTNode) -> None:
-        if id(node) in self.cond:
+        if self.cond.pop(id(node), None) is not None:  # left: no need to look for it again
             self.active.pop()
 
     # ------------------------------------------------------------------ functions

@@ -16,9 +16,9 @@ positional argument at ``P``'s place in a call the call graph resolves. Callers 
 the project (a user calling the model with a real mask) are not seen: the fact only
 covers what the project itself runs.
 
-Per file (:class:`ParamGuards`, in the shared walk) this records, for each candidate, the
-parameters (default ``None``) whose ``is not None`` test guards it, and for each call
-what it passes (:mod:`detective.lint.param_guards`); :func:`none_on_xla` joins the files.
+Per file, :class:`~detective.lint.param_guards.ParamGuards` records in the shared walk,
+for each candidate, the parameters (default ``None``) whose ``is not None`` test guards
+it, and for each call what it passes; :func:`none_on_xla` joins the files.
 """
 
 from __future__ import annotations
