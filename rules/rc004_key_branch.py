@@ -5,13 +5,16 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.project_facts import OPTIONAL_KEY
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.rules._key_facts import OptionalKeys
 
 
 class KeyBranch(Rule):
     code = "RC004"
     name = "key-branch"
     summary = "Branch on dict-key presence of a batch/inputs mapping (if \"mask\" in batch) in a traced region"
+    facts = (OptionalKeys,)  # keys the project makes optional: a `**kwargs` test needs one
     doc = """
     ## What it does
     Flags `if`/`while`/ternaries whose condition tests whether an input mapping carries a
@@ -24,6 +27,9 @@ class KeyBranch(Rule):
     answer), and `if state.get("k") is None: state["k"] = ...` is not reported (the branch
     fills the key it lacked, so later code sees one key set). Nor is an `if` (not an
     `elif`) whose other side only raises: a step that raises makes no second program.
+    A test on `**kwargs` is `info` unless the project makes that key optional somewhere
+    (removes it with `del`/`.pop`, or sets it only under a condition on data): each call site
+    passes the same keyword arguments every time, so the key set is fixed per run.
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so every
@@ -113,6 +119,37 @@ class Fuse(torch.nn.Module):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+
+class Block(torch.nn.Module):
+    def forward(self, x, context=None, **kwargs):
+        if "encoder_states" in kwargs:  # info: a keyword every call site passes or never does
+            context = kwargs["encoder_states"]
+        return x if context is None else x + context
+""",
+            line=6,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
+def collate(samples):
+    batch = {"x": torch.stack([s["x"] for s in samples])}
+    if all("bias" in s for s in samples):  # only some batches get the key
+        batch["bias"] = torch.stack([s["bias"] for s in samples])
+    return batch
+
+class Net(torch.nn.Module):
+    def forward(self, x, **kwargs):
+        if "bias" in kwargs:  # model(**collate(samples)): the key set changes between batches
+            x = x + kwargs["bias"]
+        return x
+""",
+            line=12,
+        ),
         Invalid(
             """
 import torch
@@ -210,6 +247,13 @@ class Encoder(torch.nn.Module):
             if seen in self._tested:
                 return
             self._tested.add(seen)
+            if container == self._kwargs[-1]:
+                # Keyword arguments: each call site passes the same ones every time. A warning
+                # only where the project makes the key optional (see rules/_key_facts.py).
+                self.report(test, f"branch on whether keyword arguments `**{container}` include {name!r}: "
+                            "each key subset traces its own graph", subject=container,
+                            needs=(OPTIONAL_KEY + name,))
+                return
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
@@ -220,6 +264,14 @@ class Encoder(torch.nn.Module):
         super().__init__(context)
         self._tested: set[tuple[str, str, str]] = set()
         self._elifs: set[int] = set()  # ids of `elif` branches (If nodes in an orelse)
+        self._kwargs: list[str | None] = [None]  # each function's `**kwargs` parameter
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        star = node.params.star_kwarg
+        self._kwargs.append(star.name.value if isinstance(star, cst.Param) else None)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._kwargs.pop()
 
     def visit_If(self, node: cst.If) -> None:
         if isinstance(node.orelse, cst.If):

@@ -22,6 +22,10 @@ class DynamicShape(Rule):
     `masked_select`, `unique`, `topk`/`kthvalue` with a `k` read from tensor values, and
     `repeat_interleave` with tensor repeats (unless `output_size=` pins the length).
 
+    A bool-mask fill with a scalar (`x[pad] = 0`) costs only on torch_xla (`nonzero` on the
+    host); under `torch.compile` it is one graph, so in a project that targets only
+    torch.compile it is `info` (see Targets in the README).
+
     ## Why is this bad?
     A compiled program is keyed by input shapes. When a shape comes from data, every new
     value is a new program (or a slow dynamic-shape fallback on TPU). Shape polymorphism
@@ -122,6 +126,20 @@ class Pad(torch.nn.Module):
         Invalid(
             """
 import torch
+
+class Loss(torch.nn.Module):
+    def forward(self, logits, labels):
+        labels[labels < 0] = 0  # info: only XLA pays for a mask fill, and this project uses torch.compile
+        return logits.gather(-1, labels[..., None])
+
+loss_fn = torch.compile(Loss())
+""",
+            line=6,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
 import torch.nn.functional as F
 
 class Router(torch.nn.Module):
@@ -190,14 +208,29 @@ class Merge(torch.nn.Module):
         ),
     ]
 
+    def __init__(self, context):
+        super().__init__(context)
+        self._fills: set[int] = set()  # ids of `x[...]` targets assigned a Python scalar
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if _is_scalar(node.value, self.context):
+            self._fills.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Subscript))
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         context = self.context
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and context.is_mask(index.value):
                 if context.is_tensor(node.value) or _unknown_receiver(node.value):
-                    self._report(node, "boolean-mask indexing: the result's length depends on the mask's values",
-                                 _text(index.value), context.made_on_cpu(node.value))
+                    if id(node) in self._fills:
+                        # Measured (README, Targets): nonzero on the host under torch_xla; one
+                        # graph, no break, under torch.compile(fullgraph=True).
+                        self._report(node, "boolean-mask assignment of a scalar: `index_put_` expands "
+                                     "the mask through `nonzero` on XLA", _text(index.value),
+                                     context.made_on_cpu(node.value), costs_on=("xla",))
+                    else:
+                        self._report(node, "boolean-mask indexing: the result's length depends on the "
+                                     "mask's values", _text(index.value), context.made_on_cpu(node.value))
                 return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -238,10 +271,35 @@ class Merge(torch.nn.Module):
                             subject="repeat_interleave")
 
 
-    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool) -> None:
+    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool, costs_on=()) -> None:
         """On a tensor made on the CPU the dynamic shape never reaches an XLA graph: info."""
         self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=subject,
-                    severity="info" if cpu else "warning")
+                    severity="info" if cpu else "warning", costs_on=costs_on)
+
+
+def _is_scalar(node: cst.BaseExpression, context) -> bool:
+    """A Python number: ``0``, ``-1.0``, ``float("-inf")``, ``math.inf``, ``torch.finfo(t).min``,
+    ``True``, a number attribute of ``self``, an UPPER_CASE constant."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    if T.is_number_literal(node):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in {"True", "False"} or (node.value.isupper() and not context.is_tensor(node))
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in {"float", "int"}:
+        return len(node.args) == 1 and (T.literal_string(node.args[0].value) is not None
+                                        or T.is_number_literal(node.args[0].value))
+    if isinstance(node, cst.Attribute):
+        dotted = context.resolve(node) or ""
+        if dotted in {"math.inf", "math.nan", "math.pi", "numpy.inf", "numpy.nan"}:
+            return True
+        value = node.value
+        if isinstance(value, cst.Call) and (context.resolve(value.func) or "") in {"torch.finfo", "torch.iinfo"}:
+            return True
+        cls = context.cls
+        return isinstance(value, cst.Name) and value.value == "self" and cls is not None \
+            and node.attr.value in cls.number_attrs
+    return False
 
 
 def _data_dependent(node: cst.BaseExpression, context) -> bool:

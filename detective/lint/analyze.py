@@ -74,7 +74,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
 
     summary = FileSummary(path=path, module=module, root=root, is_package=is_package,
                           imports=dict(model.imports), imports_xla=model.imports_xla,
-                          module_imports=sorted(set(model.module_imports)))
+                          module_imports=sorted(set(model.module_imports)),
+                          facts=sorted(set(model.project_facts)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
         scope.return_items = [item if item in ("", "tensor") else "|".join(
@@ -122,7 +123,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target), reason))
 
     for item in candidates:
-        code, message, node, extras, subject, assumes, severity, guarded = item.payload
+        code, message, node, extras, subject, assumes, severity, guarded, (costs_on, needs) = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -143,7 +144,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after,
                                             subject=subject, assumes=trusted, severity=severity,
-                                            guarded_by=guarded))
+                                            guarded_by=guarded, costs_on=costs_on, needs=needs))
     guards = context.guards
     summary.keyword_passes = {name: "".join(sorted(kinds)) for name, kinds in guards.keyword_passes.items()}
     summary.positional_passes = [(scope, target, places) for scope, call, places in guards.positional_passes

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from detective.lint.model import DEFAULT_MIN_SEVERITY, SEVERITIES
+from detective.lint.project_facts import TARGETS
 
 OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate", "guess-modules",
-           "min-severity"}
+           "min-severity", "targets"}
 
 
 class ConfigError(Exception):
@@ -28,6 +29,9 @@ class Config:
     guess_modules: bool = True
     # Findings below this severity are not shown (see detective.lint.model.SEVERITIES).
     min_severity: str = DEFAULT_MIN_SEVERITY
+    # Backends the project runs on ("xla", "compile"); empty: found in the sources (see
+    # detective.lint.project_facts).
+    targets: list[str] = field(default_factory=list)
     base: Path = field(default_factory=Path.cwd)  # patterns are relative to this
     source: Path | None = None
     raw: dict = field(default_factory=dict)  # the whole table, for other commands (gate)
@@ -84,7 +88,13 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
     min_severity = normalised.get("min-severity", DEFAULT_MIN_SEVERITY)
     if min_severity not in SEVERITIES:
         raise ConfigError(f"{path}: [tool.detective] min-severity must be one of {', '.join(SEVERITIES)}")
+    targets = normalised.get("targets", [])
+    if "targets" in normalised and (not isinstance(targets, list) or not targets
+                                    or not all(isinstance(t, str) and t in TARGETS for t in targets)):
+        raise ConfigError(f"{path}: [tool.detective] targets must be a non-empty list of "
+                          f"{', '.join(repr(t) for t in TARGETS)} (got {targets!r})")
     return Config(
+        targets=list(dict.fromkeys(targets)),
         guess_modules=guess,
         min_severity=min_severity,
         select=strings("select") or ["ALL"],

@@ -78,14 +78,15 @@ class Context:
 
     def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
-               subject: str = "", severity: str = "warning") -> None:
+               subject: str = "", severity: str = "warning", project=((), ())) -> None:
         """Record a candidate; see :meth:`detective.lint.rule.Rule.report`."""
         if self.regions.dead_depth:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
         guarded = self.guards.guarded_by() if self.guards.active else ()
-        self.regions.report((code, message, node, extras, subject, assumes, severity, guarded), scope, at_index)
+        self.regions.report((code, message, node, extras, subject, assumes, severity, guarded, project),
+                            scope, at_index)
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: cst.Module) -> None:

@@ -18,6 +18,7 @@ from detective.lint.callgraph import Project
 from detective.lint.config import Config
 from detective.lint.environment import Environment
 from detective.lint.model import ChainLink, FileSummary, Finding, at_least
+from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
 from detective.lint.xla_params import none_on_xla
 
@@ -300,7 +301,7 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
     read: dict[Path, tuple] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files), config.guess_modules)
+                str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         facts = _facts(path)
@@ -323,6 +324,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
     project = Project(summaries, environment if environment is not None else Environment(),
                       guess_modules=config.guess_modules)
     rules = rules_by_code()
+    facts = project_facts(summaries, config.targets)
     reach = xla_nones = None
     findings = []
     for summary in summaries:
@@ -344,7 +346,8 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                 if xla_nones.intersection(candidate.guarded_by):
                     continue
             chain: tuple[ChainLink, ...] = ()
-            message, severity = candidate.message, candidate.severity
+            severity, note = facts.weigh(candidate)  # the project's targets and facts
+            message = candidate.message + note
             if rule.applies_to == "region":
                 reach = reach or project.reach()
                 path = reach.paths.get((summary.path, candidate.scope))
@@ -372,7 +375,8 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             findings.append(Finding(summary.path, candidate.line, candidate.column, candidate.code,
                                     rule.name, message, chain, region=region,
                                     fix=candidate.fix, fix_title=candidate.fix_title,
-                                    subject=candidate.subject, severity=severity))
+                                    subject=candidate.subject, severity=severity,
+                                    costs_on=candidate.costs_on or TARGETS))
     findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
     return findings
 

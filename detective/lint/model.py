@@ -51,6 +51,12 @@ class Candidate:
     # Parameters (default None) whose `is not None` test guards the match: it never runs on
     # XLA when one of them is None there across calls (see detective.lint.xla_params).
     guarded_by: tuple[str, ...] = ()
+    # Project-level conditions, decided across files (detective.lint.project_facts): the
+    # backends ("xla", "compile") where the match costs anything (empty: every one), and
+    # project facts of which one must hold for a warning ("optional-key:mask"). Failing
+    # either makes the finding "info".
+    costs_on: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
 
 
 @dataclass
@@ -120,6 +126,9 @@ class FileSummary:
     error: str | None = None
     imports_xla: bool = False  # imports torch_xla (anywhere in the file)
     module_imports: list[str] = field(default_factory=list)  # every imported dotted name
+    # What this file tells about the whole project ("target:compile": it uses torch.compile;
+    # "optional-key:mask": it removes key "mask" or sets it only for some data).
+    facts: list[str] = field(default_factory=list)
     content_hash: str = ""  # of the raw bytes, so a fix never lands on a changed file
     # What calls here pass (see detective.lint.xla_params): keyword / dict key -> kinds of
     # value, and (scope, call target, kinds by place) for positional arguments.
@@ -147,7 +156,8 @@ class FileSummary:
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
                          "after_calls": tuple(c.get("after_calls", ())),
                          "assumes": tuple(c.get("assumes", ())),
-                         "guarded_by": tuple(c.get("guarded_by", ()))})
+                         "guarded_by": tuple(c.get("guarded_by", ())),
+                         "costs_on": tuple(c.get("costs_on", ())), "needs": tuple(c.get("needs", ()))})
             for c in data["candidates"]
         ]
         summary.suppressions = {
@@ -183,6 +193,8 @@ class Finding:
     fix_title: str = field(default="", compare=False)
     subject: str = ""  # what the finding is about (see Candidate.subject)
     severity: str = "warning"  # see SEVERITIES
+    # The backends where it costs anything ("xla", "compile"; see Candidate.costs_on).
+    costs_on: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -195,4 +207,5 @@ class Finding:
             "chain": [str(link) for link in self.chain],
             "region": self.region,
             "severity": self.severity,
+            "costs_on": list(self.costs_on),
         }

@@ -81,7 +81,8 @@ class Rule:
     def report(self, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
                after_calls: tuple[str, ...] = (), at_index: int | None = None,
-               subject: str = "", severity: str = "warning") -> None:
+               subject: str = "", severity: str = "warning", costs_on: tuple[str, ...] = (),
+               needs: tuple[str, ...] = ()) -> None:
         """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
 
         ``subject`` is what the finding is about as the message shows it (``.item()``,
@@ -89,11 +90,14 @@ class Rule:
         matches it against the source line. ``after_calls`` are call targets the rule's
         :meth:`cross_check` looks at across files; ``at_index`` see :meth:`Context.report`.
         ``severity``: "warning", or "info" for a finding that is real but rarely costs an XLA
-        run anything (see :data:`detective.lint.model.SEVERITIES`).
+        run anything (see :data:`detective.lint.model.SEVERITIES`). ``costs_on``: the backends
+        ("xla", "compile") where the match costs anything, when not every one; ``needs``:
+        project facts of which one must hold for a warning (see
+        :mod:`detective.lint.project_facts`); otherwise the finding is "info".
         """
         self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
                             after_calls=after_calls, at_index=at_index, subject=subject,
-                            severity=severity)
+                            severity=severity, project=(tuple(costs_on), tuple(needs)))
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:

@@ -19,9 +19,11 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.inference import MODEL_NAMES, TensorInference, _compares_values
 from detective.lint.model import ClassInfo, Scope
+from detective.lint.project_facts import COMPILE_FACT
 
 COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
 XLA_COMPILE_CALLS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
+COMPILER_MODULES = ("torch._dynamo.", "torch.compiler.")
 SYNCING_LOADERS = frozenset(
     {
         "torch_xla.distributed.parallel_loader.MpDeviceLoader",
@@ -74,6 +76,7 @@ class SemanticModel:
         self.class_stack: list[ClassFrame] = []
         self.imports_xla = False  # torch_xla imported so far (in walk order)
         self.module_imports: list[str] = []
+        self.project_facts: list[str] = []  # see FileSummary.facts
         self.infer = TensorInference(self)
         # Functions of this file whose returns are on the CPU whenever their tensor arguments
         # are (cumsum_exclusive(t) = F.pad(t, p).cumsum(-1)), for calls later in the file.
@@ -157,6 +160,14 @@ class SemanticModel:
         self.module_imports.append(dotted)
         if dotted == "torch_xla" or dotted.startswith("torch_xla."):
             self.imports_xla = True
+        self.note_compile(dotted)
+
+    def note_compile(self, dotted: str | None) -> None:
+        """``torch.compile``, ``torch._dynamo.*``, ``torch.compiler.*`` used: the project
+        targets torch.compile (see detective.lint.project_facts)."""
+        if dotted and (dotted == "torch.compile" or f"{dotted}.".startswith(COMPILER_MODULES)) \
+                and COMPILE_FACT not in self.project_facts:
+            self.project_facts.append(COMPILE_FACT)
 
     def visit_Import(self, node: cst.Import) -> None:
         target = self.imports if len(self.functions) == 1 else self.function.aliases
@@ -215,6 +226,7 @@ class SemanticModel:
             target = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
             dotted = self.resolve(target) or ""
             decorators.append(dotted)
+            self.note_compile(dotted)
             if dotted in COMPILE_CALLS:
                 root_reason = f"@{dotted}"
             elif dotted in self.extra_roots or dotted.rsplit(".", 1)[-1] in self.extra_roots:
@@ -472,6 +484,8 @@ class SemanticModel:
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, (cst.Name, cst.Attribute)):
+            self.note_compile(self.resolve(func))
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
                 and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
             # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every

@@ -504,3 +504,100 @@ def test_a_module_that_moves_a_tensor_with_cuda_on_every_call_is_info():
                               "                if self.on_gpu:\n"
                               "                    scale = scale.cuda()")
     assert {(c, s) for _, _, c, s in lint({"q.py": optional})} == {("RC001", "warning")}
+
+
+# --- project-level facts (targets; optional keys): sample-d W1, W8 ------------------------------
+
+FILL = """
+    import torch
+
+    class Loss(torch.nn.Module):
+        def forward(self, logits, labels):
+            out_of_range = labels >= 100
+            labels[out_of_range] = 0          # costs only on torch_xla
+            return logits[out_of_range].sum() # a mask read: costs on both
+"""
+
+
+def test_a_mask_fill_is_info_in_a_project_that_only_uses_torch_compile():
+    def severities(extra: dict[str, str]):
+        return [(line, severity) for _, line, _, severity in lint({"loss.py": FILL, **extra})]
+
+    assert severities({}) == [(7, "warning"), (8, "warning")]  # nothing found: both targets
+    for uses_compile in ("import torch\n\nstep = torch.compile(lambda x: x)\n",
+                         "import torch._dynamo\n",
+                         "import torch\n\n@torch.compile(mode='max-autotune')\ndef step(x):\n    return x\n",
+                         "import torch\n\n@torch.compile\ndef step(x):\n    return x\n",
+                         "import torch\n\n@torch.compiler.disable\ndef log(x):\n    return x\n"):
+        assert severities({"train.py": uses_compile}) == [(7, "info"), (8, "warning")], uses_compile
+    # torch_xla imported anywhere: XLA is a target, the fill costs there.
+    both = {"train.py": "import torch\nstep = torch.compile(lambda x: x)\n", "tpu.py": "import torch_xla\n"}
+    assert severities(both) == [(7, "warning"), (8, "warning")]
+    # Words in comments and strings are no use of torch.compile.
+    assert severities({"notes.py": "# torch.compile(model)\nDOC = 'torch._dynamo'\n"}) \
+        == [(7, "warning"), (8, "warning")]
+
+
+KWARGS_MODEL = """
+    import torch
+
+    class Block(torch.nn.Module):
+        def forward(self, x, **kwargs):
+            if "memory" in kwargs:            # keyword arguments: fixed per call site
+                x = x + kwargs["memory"]
+            return x
+"""
+
+
+def test_a_kwargs_key_test_is_a_warning_only_where_the_project_makes_the_key_optional():
+    def severity(extra: str | None) -> list[str]:
+        files = {"block.py": KWARGS_MODEL, **({"data.py": extra} if extra else {})}
+        return [s for p, line, code, s in lint(files) if code == "RC004"]
+
+    assert severity(None) == ["info"]
+    # Set only under a configuration flag (fixed for the run), or passed on by a wrapper that
+    # tests the same key: no evidence.
+    assert severity("""
+        class Dataset:
+            def collate(self, samples):
+                batch = {"x": samples}
+                if self.with_memory is not None:
+                    batch["memory"] = samples
+                return batch
+
+        def wrap(**kwargs):
+            out = {}
+            if "memory" in kwargs:
+                out["memory"] = kwargs["memory"]
+            return out
+    """) == ["info"]
+    # Set only for some data, or removed: batches of one run differ in that key.
+    assert severity("""
+        def collate(samples):
+            batch = {"x": samples}
+            if len(samples) > 1 and samples[0].get("memory") is not None:
+                batch["memory"] = samples
+            return batch
+    """) == ["warning"]
+    assert severity("""
+        def drop(batch):
+            del batch["memory"]
+            return batch
+    """) == ["warning"]
+    assert severity("""
+        def drop(batch):
+            return batch.pop("memory", None)
+    """) == ["warning"]
+
+
+def test_a_key_test_on_a_batch_parameter_needs_no_project_evidence():
+    criterion = """
+        import torch
+
+        class Criterion(torch.nn.Module):
+            def forward(self, model, sample):
+                if "target_lengths" in sample:
+                    return sample["target_lengths"].sum()
+                return model(**sample["net_input"]).sum()
+    """
+    assert lint({"criterion.py": criterion}) == [("criterion.py", 6, "RC004", "warning")]
