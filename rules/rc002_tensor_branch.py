@@ -227,6 +227,19 @@ class Net(torch.nn.Module):
             """
 import torch
 
+class Encoder(torch.nn.Module):
+    def forward(self, x, padding_mask):
+        has_pads = torch.tensor(x.device.type == "xla") or padding_mask.any()
+        x = x.masked_fill(padding_mask.unsqueeze(-1), 0) if has_pads else x  # info: a CPU constant on XLA
+        return x
+""",
+            line=7,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
 class Trim(torch.nn.Module):
     def forward(self, x, lengths):
         host = lengths.cpu()  # the one sync (RC001)
@@ -243,7 +256,9 @@ class Trim(torch.nn.Module):
     def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
         if self.context.reads_tensor_value(test) and not self.context.after_sync():
             message = f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph"
-            cpu = self._on_cpu(test)
+            # has_pads = torch.tensor(x.device.type == "xla") or m.any(): on XLA the value is
+            # the device test's CPU constant; the device read happens elsewhere only.
+            cpu = self._on_cpu(test) or self.context.regions.sense(test) != 0
             self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=what,
                         severity="info" if cpu else "warning")
 

@@ -146,6 +146,10 @@ class TensorInference:
             return self._comparison_on_tensor(node)
         if isinstance(node, cst.IfExp):
             return self.is_tensor(node.body) or self.is_tensor(node.orelse)
+        if isinstance(node, cst.BooleanOperation):
+            # `a or b` is one of its operands: a tensor when both are (`flag or (x is None)`,
+            # `"k" in kw and kw["k"]` may be Python bools).
+            return self.is_tensor(node.left) and self.is_tensor(node.right)
         return False
 
     def is_bool_tensor(self, node: cst.BaseExpression) -> bool:

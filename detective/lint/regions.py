@@ -245,6 +245,8 @@ class Regions:
             if handle:
                 self._handles[id(node.value)] = handle  # h = m.register_forward_pre_hook(fn)
         # is_tpu = x.device.type == "xla"; self.xla = is_xla_tensor(x)
+        if self.dead_depth:
+            return  # a binding that never runs on XLA does not change what the name holds there
         sense = self.sense(node.value)
         for target in node.targets:
             if isinstance(target.target, cst.Name):

@@ -51,6 +51,9 @@ def xla_sense(test: cst.BaseExpression, resolve, names=None, nones=frozenset()) 
         return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
     if isinstance(test, cst.Call):
         dotted = resolve(test.func) or ""
+        if dotted in {"torch.tensor", "torch.as_tensor", "bool"} and len(test.args) == 1:
+            # torch.tensor(x.device.type == "xla"): the test's truth, as a (CPU) tensor
+            return xla_sense(test.args[0].value, resolve, names, nones)
         if dotted.endswith("is_xla_tensor") or dotted == "torch.is_tensor" or (
             dotted == "isinstance" and len(test.args) == 2
             and (resolve(test.args[1].value) or "").endswith("Tensor")
