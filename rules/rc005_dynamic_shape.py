@@ -279,16 +279,17 @@ class Merge(torch.nn.Module):
 
 def _is_scalar(node: cst.BaseExpression, context) -> bool:
     """A Python number: ``0``, ``-1.0``, ``float("-inf")``, ``math.inf``, ``torch.finfo(t).min``,
-    ``True``, a number attribute of ``self``, an UPPER_CASE constant."""
+    ``True``, a number attribute of ``self``, an UPPER_CASE constant; or ``torch.tensor(0.0)``."""
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
         node = node.expression
     if T.is_number_literal(node):
         return True
     if isinstance(node, cst.Name):
         return node.value in {"True", "False"} or (node.value.isupper() and not context.is_tensor(node))
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in {"float", "int"}:
-        return len(node.args) == 1 and (T.literal_string(node.args[0].value) is not None
-                                        or T.is_number_literal(node.args[0].value))
+    if isinstance(node, cst.Call) and len(node.args) == 1 and (
+            (isinstance(node.func, cst.Name) and node.func.value in {"float", "int"})
+            or context.resolve(node.func) == "torch.tensor"):  # a 0-dim tensor broadcasts like a number
+        return T.literal_string(node.args[0].value) is not None or T.is_number_literal(node.args[0].value)
     if isinstance(node, cst.Attribute):
         dotted = context.resolve(node) or ""
         if dotted in {"math.inf", "math.nan", "math.pi", "numpy.inf", "numpy.nan"}:

@@ -530,9 +530,19 @@ def test_a_mask_fill_is_info_in_a_project_that_only_uses_torch_compile():
                          "import torch\n\n@torch.compile\ndef step(x):\n    return x\n",
                          "import torch\n\n@torch.compiler.disable\ndef log(x):\n    return x\n"):
         assert severities({"train.py": uses_compile}) == [(7, "info"), (8, "warning")], uses_compile
+    compiled = {"train.py": "import torch\nstep = torch.compile(lambda x: x)\n"}
     # torch_xla imported anywhere: XLA is a target, the fill costs there.
-    both = {"train.py": "import torch\nstep = torch.compile(lambda x: x)\n", "tpu.py": "import torch_xla\n"}
+    both = {**compiled, "tpu.py": "import torch_xla\n"}
     assert severities(both) == [(7, "warning"), (8, "warning")]
+    # Other scalars: a float, a 0-dim tensor, a constant (measured alike: benchmarks/target_costs.py).
+    for value in ('float("-inf")', "torch.tensor(0.0)", "IGNORE", "-1e4"):
+        filled = FILL.replace("labels[out_of_range] = 0 ", f"labels[out_of_range] = {value} ")
+        assert filled != FILL
+        files = {"loss.py": "IGNORE = -1\n" + textwrap.dedent(filled), **compiled}
+        assert [(line, s) for _, line, _, s in lint(files)] == [(8, "info"), (9, "warning")], value
+    # A tensor value of its own: not a fill (it may need the mask's count), a warning everywhere.
+    tensor_fill = FILL.replace("labels[out_of_range] = 0 ", "labels[out_of_range] = logits[0] ")
+    assert (7, "warning") in [(line, s) for _, line, _, s in lint({"loss.py": tensor_fill, **compiled})]
     # Words in comments and strings are no use of torch.compile.
     assert severities({"notes.py": "# torch.compile(model)\nDOC = 'torch._dynamo'\n"}) \
         == [(7, "warning"), (8, "warning")]
