@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import sys
 
 import libcst as cst
 
@@ -147,8 +148,10 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                                             guarded_by=guarded, costs_on=costs_on, needs=needs))
     guards = context.guards
     summary.keyword_passes = {name: "".join(sorted(kinds)) for name, kinds in guards.keyword_passes.items()}
-    summary.positional_passes = [(scope, target, places) for scope, call, places in guards.positional_passes
-                                 if (target := _resolve_local(model, call, scope))]
+    # Deduplicated, and interned so that the pickled cache stores each string once.
+    summary.positional_passes = list(dict.fromkeys(
+        (sys.intern(scope), sys.intern(target), sys.intern(places))
+        for scope, call, places in guards.positional_passes if (target := _resolve_local(model, call, scope))))
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary
