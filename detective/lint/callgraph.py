@@ -16,6 +16,7 @@ from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
 from detective.lint.model import NEEDS_CUDA, FileSummary
 from detective.lint.signatures import accepts
+from detective.lint.tensor_methods import TENSOR_METHODS
 
 Node = tuple[str, str]  # (path, qualname)
 
@@ -30,6 +31,9 @@ CONTAINER_METHODS = frozenset({
     "append", "extend", "insert", "remove", "pop", "clear", "copy", "update", "get", "items", "keys",
     "values", "setdefault", "add", "discard", "index", "count", "sort", "reverse",
 })
+# Nor for a tensor's methods (self.mask.to(device), self.buf.sum()): the attribute is most
+# likely a tensor, and a project's `to` (a Parameter subclass's) is not what is called.
+UNLINKED_METHODS = CONTAINER_METHODS | TENSOR_METHODS
 _MAX_SAME_NAMED = 3  # an unknown receiver's method: edges to at most this many namesakes
 
 
@@ -81,8 +85,9 @@ class Project(ClassHierarchy):
             if attr_class is None:
                 # self.dispatcher.dispatch(x) with the dispatcher built elsewhere: the one
                 # project method of that name, if there is exactly one. Not for list/dict
-                # methods (self._times.append(t)) nor an attribute made outside the project.
-                if parts[1] in CONTAINER_METHODS or self._external_attr((origin.path, class_name), parts[0]):
+                # methods (self._times.append(t)), tensor methods (self.mask.to(d)) nor an
+                # attribute made outside the project.
+                if parts[1] in UNLINKED_METHODS or self._external_attr((origin.path, class_name), parts[0]):
                     return None
                 found = self.methods_named(parts[1])
                 return found[0] if len(found) == 1 else None
@@ -205,7 +210,7 @@ class Project(ClassHierarchy):
                             traced.add((node, callee))
                         (dead_callers if call.kind == "dead" else callers).setdefault(callee, []).append(node)
                     elif call.target.count(".") == 2 and call.target.startswith("self.") \
-                            and call.target.rsplit(".", 1)[1] not in CONTAINER_METHODS and not (
+                            and call.target.rsplit(".", 1)[1] not in UNLINKED_METHODS and not (
                                 scope.class_name in summary.classes and self._external_attr(
                                     (path, scope.class_name), call.target.split(".")[1])):
                         # self.segmenter.logit_segment(...) with the attribute's class

@@ -85,6 +85,10 @@ class Context:
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
         guarded = self.guards.guarded_by() if self.guards.active else ()
+        if self.regions.cuda_depth:
+            severity = "info"
+            message += (" (in a flash-attention branch, which needs the CUDA flash_attn package: "
+                        "not on an XLA host, but real on a GPU)")
         self.regions.report((code, message, node, extras, subject, assumes, severity, guarded, project),
                             scope, at_index)
 
@@ -110,7 +114,7 @@ class Context:
             if assumed:
                 assumed.clear()
             fn(node)
-        if self.regions.dead_depth:
+        if self.regions.dead_depth or self.regions.cuda_depth:
             self.regions.untrack(node)
         if self.guards.active:
             self.guards.untrack(node)

@@ -21,7 +21,8 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
 from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS, dotted_name
-from detective.lint.xla_branches import bound_names, dotted_tail, lazy_init_test, set_to_none, xla_sense
+from detective.lint.xla_branches import (bound_names, cuda_sense, dotted_tail, lazy_init_test, set_to_none,
+                                         xla_sense)
 
 SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
@@ -95,6 +96,10 @@ class Regions:
         # for the rest of that block, until it is bound again)
         self._none_on_xla: dict[str, list] = {}
         self.dead_depth = 0
+        # Sides of flash-attention tests (`if ..._attn_implementation == "flash_attention_2":`):
+        # they run only with the CUDA flash_attn package; what they read is reported as info.
+        self.cuda: set[int] = set()
+        self.cuda_depth = 0
 
     # ------------------------------------------------------------------ queries
     def current(self) -> RegionFrame | None:
@@ -134,6 +139,8 @@ class Regions:
             self.dead_depth += 1
             if id(node) in self.once:
                 self.once_depth += 1
+        if self.cuda and id(node) in self.cuda:
+            self.cuda_depth += 1
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]
@@ -189,11 +196,13 @@ class Regions:
             self.dead_depth -= 1
 
     def untrack(self, node: cst.CSTNode) -> None:
-        """Called on leaving every node while some node is marked dead."""
+        """Called on leaving every node while some node is marked dead or CUDA-only."""
         if id(node) in self.dead:
             self.dead_depth -= 1
             if id(node) in self.once:
                 self.once_depth -= 1
+        if id(node) in self.cuda:
+            self.cuda_depth -= 1
 
     def call_kind(self) -> str:
         """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
@@ -210,7 +219,19 @@ class Regions:
                 self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
+        self._mark_cuda(node.test, node.body, node.orelse)
         self._mark_short_circuit(node.test)
+
+    def _mark_cuda(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
+        """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it)."""
+        sense = cuda_sense(test, self.model.resolve)
+        if sense > 0:
+            self.cuda.add(id(body))
+        elif sense < 0 and orelse is not None:
+            self.cuda.add(id(orelse))
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) \
+                and cuda_sense(test.left, self.model.resolve) > 0:
+            self.cuda.add(id(test.right))  # is_flash_attn_2_available() and mask.any()
 
     def leave_If(self, node: cst.If) -> None:
         sense = self.sense(node.test)
@@ -230,6 +251,7 @@ class Regions:
         sense = self.sense(node.test)
         if sense:
             self.dead.add(id(node.body if sense < 0 else node.orelse))
+        self._mark_cuda(node.test, node.body, node.orelse)
         self._mark_short_circuit(node.test)
 
     def visit_While(self, node: cst.While) -> None:

@@ -458,6 +458,11 @@ class SemanticModel:
         else:
             # for row in batch_tensor: each row is a tensor too.
             self._bind_items(target, it)
+            if called == "zip" and isinstance(target, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(it.args) and not any(a.star for a in it.args):
+                # for row, n in zip(host, lengths): row is an item of a host copy, n is not
+                for element, arg in zip(target.elements, it.args):
+                    self._bind_cpu(element.value, self.infer.on_host(arg.value), False)
 
     def _bind_items(self, target: cst.BaseExpression, iterable: cst.BaseExpression | None) -> None:
         """Loop targets over ``iterable``: tensors when it is one, on the same trust (the items

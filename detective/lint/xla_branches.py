@@ -24,6 +24,35 @@ FALSE_ON_XLA = frozenset({
 })
 
 
+def cuda_sense(test: cst.BaseExpression, resolve) -> int:
+    """+1 when ``test`` is true only where the CUDA ``flash_attn`` package works, -1 when it is
+    false only there, 0 otherwise: ``self.config._attn_implementation == "flash_attention_2"``,
+    ``is_flash_attn_2_available()``, ``is_flash_attn_greater_or_equal_2_10()``. The side it
+    guards never runs on an XLA host (see :mod:`detective.lint.cuda_only`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -cuda_sense(test.expression, resolve)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = cuda_sense(test.left, resolve), cuda_sense(test.right, resolve)
+        if isinstance(test.operator, cst.And):
+            return 1 if 1 in (left, right) else 0  # `is_flash_attn_2_available() and ...`
+        return -1 if -1 in (left, right) else 0  # `not is_flash_attn... or ...`
+    if isinstance(test, cst.Call) and isinstance(test.func, (cst.Name, cst.Attribute)):
+        name = (resolve(test.func) or dotted_tail(test.func)).rsplit(".", 1)[-1]
+        return 1 if name.startswith("is_flash_attn") else 0
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        sides = (test.left, target.comparator)
+        texts = [T.literal_string(side) for side in sides]
+        names = [dotted_tail(side) for side in sides if isinstance(side, (cst.Name, cst.Attribute))]
+        if any(t and t.startswith("flash_attention") for t in texts) \
+                and any("attn_implementation" in n for n in names):
+            if isinstance(target.operator, (cst.Equal, cst.Is)):
+                return 1
+            if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+                return -1
+    return 0
+
+
 def lazy_init_test(test: cst.BaseExpression) -> bool:
     """``not self._initialized``, ``not Status.initialized``, ``not _inited``: one-time set-up."""
     if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):

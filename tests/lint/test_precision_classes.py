@@ -611,3 +611,92 @@ def test_a_key_test_on_a_batch_parameter_needs_no_project_evidence():
                 return model(**sample["net_input"]).sum()
     """
     assert lint({"criterion.py": criterion}) == [("criterion.py", 6, "RC004", "warning")]
+
+
+def test_a_flash_attention_branch_is_info_and_the_rest_of_the_function_unchanged():
+    found = lint({
+        "attn.py": """
+            import torch
+            from transformers.utils import is_flash_attn_2_available
+
+            class Attention(torch.nn.Module):
+                def forward(self, x, mask):
+                    if self.config._attn_implementation == "flash_attention_2":
+                        keep = 0.0 in mask                 # info: needs the CUDA flash_attn package
+                    elif is_flash_attn_2_available() and mask.any():
+                        x = x * 2
+                    if self.config._attn_implementation != "flash_attention_2":
+                        x = x + 1
+                    else:
+                        n = mask.sum().item()              # info: the flash-attention side
+                    return x[mask.sum().item():]           # warning: every implementation runs it
+        """,
+    })
+    assert ("attn.py", 8, "RC001", "info") in found
+    assert ("attn.py", 14, "RC001", "info") in found
+    assert ("attn.py", 15, "RC001", "warning") in found
+    assert ("attn.py", 9, "RC002", "warning") not in found  # `mask.any()` under an FA2 test
+    assert all(severity == "info" for _, line, _, severity in found if line in (8, 9, 14))
+
+
+def test_items_of_a_zip_over_a_host_copy_and_their_tensor_methods_are_host_copies():
+    found = lint({
+        "decode.py": """
+            import torch
+
+            class Decoder(torch.nn.Module):
+                def forward(self, scores, lengths, targets):
+                    host = scores.float().cpu()
+                    for row, n, t in zip(host, lengths, targets):
+                        row = row[:n].unsqueeze(0)
+                        toks = row.argmax(dim=-1).unique_consecutive()
+                        kept = toks[toks != 0]          # info: a host copy, no XLA program
+                        picked = t[t != 0]              # warning: targets are not copied
+                    for i, row in enumerate(host):
+                        best = row[row > 0]             # info
+                    return scores
+        """,
+    })
+    assert ("decode.py", 10, "RC005", "info") in found
+    assert ("decode.py", 11, "RC005", "warning") in found
+    assert ("decode.py", 13, "RC005", "info") in found
+
+
+def test_a_tensor_method_on_an_untyped_attribute_is_not_linked_to_a_project_namesake():
+    found = lint({
+        "param.py": """
+            import torch
+
+            class QuantParam(torch.nn.Parameter):
+                def to(self, *args, **kwargs):
+                    return torch.ones(int(self.groups.sum().item()), 1)
+
+                def norm(self):
+                    return self.data.max().item()
+        """,
+        "layer.py": """
+            import torch
+
+            class Layer(torch.nn.Module):
+                def forward(self, x):
+                    mask = self.pruning_mask.to(self.weight.device)   # a tensor's .to
+                    self.helper.prepare(x)                             # not a tensor method: linked
+                    return x * mask
+
+            class Helper:
+                def prepare(self, x):
+                    return x.sum().item()
+        """,
+    })
+    assert [f for f in found if f[0] == "param.py"] == []
+    assert ("layer.py", 12, "RC001", "warning") in found
+
+
+def test_the_tensor_method_names_are_torch_tensors_public_methods():
+    import torch  # the test may import torch; the linter never does
+
+    from detective.lint.tensor_methods import TENSOR_METHODS
+
+    public = {n for n in dir(torch.Tensor) if not n.startswith("_") and callable(getattr(torch.Tensor, n))}
+    assert {"to", "cuda", "cpu", "float", "half", "view", "sum", "backward"} <= TENSOR_METHODS
+    assert TENSOR_METHODS == public
