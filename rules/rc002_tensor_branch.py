@@ -155,6 +155,40 @@ class Criterion(torch.nn.Module):
         return out
 """,
         ),
+        Valid(
+            """
+import torch
+
+class Backbone(torch.nn.Module):
+    def features(self, x, keep=None):
+        outs = []
+        for blk in self.blocks:
+            x = blk(x)
+            if keep == "all":  # compared with a string: keep is an option, no tensor
+                outs.append(x)
+        return outs if keep else x
+
+    def forward(self, x, keep=None):
+        x = self.features(x, keep=keep)
+        if keep:
+            return x[0]
+        return x
+""",
+        ),
+        Valid(
+            """
+import torch
+
+class ScaledSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale, opts):
+        ctx.scale = scale  # stored on ctx, not saved for backward: a Python value
+        scaled = False if scale == 1.0 else True
+        if opts["offload"]:  # a dict of options: apply() tracks only tensor arguments
+            x = x.clone()
+        return x * scale if scaled else x
+""",
+        ),
     ]
     INVALID = [
         Invalid(
@@ -250,6 +284,30 @@ class Trim(torch.nn.Module):
 """,
             line=8,
             severity="info",
+        ),
+        Invalid(
+            """
+import torch
+
+class Backbone(torch.nn.Module):
+    def forward(self, x, keep=None):
+        if keep:  # nothing says keep is a Python value: a tensor by guess
+            return x * keep
+        return x
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import torch
+
+class ScaledSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(scale)  # a tensor, saved for backward
+        return x * scale if scale.sum() > 1 else x
+""",
+            line=8,
         ),
     ]
 

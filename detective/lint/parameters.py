@@ -93,3 +93,73 @@ def annotation_is_plain(node: cst.BaseExpression | None) -> bool:
         return False
     head = _annotation_head(node)
     return head in NON_TENSOR_ANNOTATIONS and head not in {"Any", "Module"} and not annotation_is_tensor(node)
+
+
+# isinstance(p, bool): a parameter checked against Python scalars only holds Python values
+# (not list/tuple: ``if isinstance(feats, list): feats = feats[-1]`` takes lists and tensors).
+PYTHON_TYPES = frozenset({"bool", "int", "float", "str"})
+
+
+class PythonValueEvidence(cst.CSTVisitor):
+    """Names a class's own code shows to hold Python values, whatever their parameter's
+    name suggests: compared with a string (``layer_results == "end"`` in a helper that
+    ``forward`` passes it to), checked against Python types only (``isinstance(p, bool)``),
+    and in an ``autograd.Function`` (first parameter ``ctx``) stored on ``ctx``
+    (``ctx.scale = scale``: tensors go through ``save_for_backward``) or read by string key
+    (``opts["offload"]``: ``apply`` tracks only tensors passed as arguments themselves).
+    Keyed on the name within one class, like the class's attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        # Per enclosing def: is its first parameter ctx? its parameters' names (evidence is
+        # on a parameter only: ``for k in sd: if k == "w"`` says nothing of forward's ``k``).
+        self._ctx: list[bool] = []
+        self._params: list[set[str]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        self._ctx.append(bool(params) and params[0].name.value == "ctx")
+        self._params.append({p.name.value for p in params})
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._ctx.pop()
+        self._params.pop()
+
+    def _note(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name) and self._params and node.value in self._params[-1]:
+            self.names.add(node.value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        sides = [node.left, *(t.comparator for t in node.comparisons)]
+        if any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)) for s in sides) \
+                and all(isinstance(t.operator, (cst.Equal, cst.NotEqual)) for t in node.comparisons):
+            for side in sides:
+                self._note(side)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2 \
+                and isinstance(node.args[0].value, cst.Name):
+            kinds = node.args[1].value
+            kinds = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+            if all(isinstance(k, cst.Name) and k.value in PYTHON_TYPES for k in kinds):
+                self._note(node.args[0].value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._ctx and self._ctx[-1] and isinstance(node.value, cst.Name) and any(
+                isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name)
+                and t.target.value.value == "ctx" for t in node.targets):
+            self._note(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self._ctx and self._ctx[-1] and isinstance(node.value, cst.Name) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.SimpleString):
+            self._note(node.value)
+
+
+def python_valued_names(body: cst.CSTNode) -> frozenset[str]:
+    """The names :class:`PythonValueEvidence` finds in ``body`` (a class)."""
+    finder = PythonValueEvidence()
+    body.visit(finder)
+    return frozenset(finder.names)

@@ -19,6 +19,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.inference import MODEL_NAMES, TensorInference, _compares_values
 from detective.lint.model import ClassInfo, Scope
+from detective.lint.parameters import python_valued_names
 from detective.lint.project_facts import COMPILE_FACT
 
 COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
@@ -61,6 +62,14 @@ class ClassFrame:
     depth: int = 0  # len(SemanticModel.functions) when entered: methods are one deeper
     tensor_attrs: set[str] = field(default_factory=set)  # buffers, parameters, tensors
     number_attrs: set[str] = field(default_factory=set)  # initialised to Python numbers
+    node: cst.ClassDef | None = None
+    _python_valued: frozenset[str] | None = None
+
+    def python_valued(self) -> frozenset[str]:
+        """Names the class's code shows to hold Python values (scanned once, on demand)."""
+        if self._python_valued is None:
+            self._python_valued = python_valued_names(self.node) if self.node is not None else frozenset()
+        return self._python_valued
 
 
 class SemanticModel:
@@ -248,9 +257,13 @@ class SemanticModel:
         # autograd.Function's static backward gets tensors like forward; ctx is not one.
         is_forward = in_class and (name == "forward" or (
             name == "backward" and any(d.endswith("staticmethod") for d in decorators)))
+        plain = set()
         for param in (*params.posonly_params, *params.params, *params.kwonly_params):
             pname = param.name.value
             if pname in {"self", "cls", "ctx"}:
+                continue
+            if param.annotation is None and is_forward and pname in self.class_stack[-1].python_valued():
+                plain.add(pname)  # forward(self, x, layer_results=None) compared with "end" elsewhere
                 continue
             frame.data_names.add(pname)
             if param.annotation is not None:
@@ -259,7 +272,7 @@ class SemanticModel:
                 frame.tensor_names.add(pname)
                 if param.annotation is None:
                     frame.guessed_names.add(pname)
-        frame.params = frozenset(frame.data_names)
+        frame.params = frozenset(frame.data_names | plain)
         self.functions.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -279,7 +292,7 @@ class SemanticModel:
             info.qualname = f"{base}#{n}"
         self.classes[info.qualname] = info
         self.anchors[f"class:{info.qualname}"] = node.name
-        self.class_stack.append(ClassFrame(info, depth=len(self.functions)))
+        self.class_stack.append(ClassFrame(info, depth=len(self.functions), node=node))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         frame = self.class_stack.pop()
