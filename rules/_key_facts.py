@@ -7,6 +7,10 @@ configuration, fixed for the run (``if self.corpus_key is not None:``), and a te
 key itself on a plain name only passes on what the caller had (``if "k" in kwargs:
 out["k"] = kwargs["k"]``): neither is evidence. Each optional key becomes the project fact
 ``optional-key:<k>`` (see :mod:`detective.lint.project_facts`).
+
+Every key some file writes into a mapping (``m["k"] = ...``, ``{"k": ...}``, ``dict(k=...)``)
+becomes ``key-set:<k>``: the code that builds such batches is in view, so a key it never makes
+optional is in every batch of a run or in none.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.project_facts import OPTIONAL_KEY
+from detective.lint.project_facts import KEY_SET, OPTIONAL_KEY
 from detective.lint.rule import Facts
 
 _CONFIG_ROOTS = frozenset({"self", "cls", "True", "False", "None"})
@@ -25,6 +29,7 @@ class OptionalKeys(Facts):
         super().__init__(context)
         self._conditions: list[tuple[bool, frozenset[str]]] = []  # (on data, keys it passes on)
         self._found = context.model.project_facts
+        self._seen = set(self._found)
 
     def visit_If(self, node: cst.If) -> None:
         on_data = _reads_data(node.test, self.context.model.imports)
@@ -34,12 +39,19 @@ class OptionalKeys(Facts):
         self._conditions.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if not self._conditions:
-            return
         for target in node.targets:
             key = _literal_key(target.target)
-            if key is not None and any(data and key not in names for data, names in self._conditions):
+            if key is None:
+                continue
+            self._add(KEY_SET + key)
+            if any(data and key not in names for data, names in self._conditions):
                 self._note(key)
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        for element in node.elements:
+            key = T.literal_string(element.key) if isinstance(element, cst.DictElement) else None
+            if key is not None:
+                self._add(KEY_SET + key)
 
     def visit_Del(self, node: cst.Del) -> None:
         targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
@@ -50,6 +62,10 @@ class OptionalKeys(Facts):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "dict":
+            for arg in node.args:
+                if arg.keyword is not None:
+                    self._add(KEY_SET + arg.keyword.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "pop" and node.args \
                 and node.args[0].keyword is None:
             key = T.literal_string(node.args[0].value)
@@ -57,8 +73,11 @@ class OptionalKeys(Facts):
                 self._note(key)
 
     def _note(self, key: str) -> None:
-        fact = OPTIONAL_KEY + key
-        if fact not in self._found:
+        self._add(OPTIONAL_KEY + key)
+
+    def _add(self, fact: str) -> None:
+        if fact not in self._seen:
+            self._seen.add(fact)
             self._found.append(fact)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.project_facts import OPTIONAL_KEY
-from detective.lint.rule import Invalid, Rule, Valid
+from detective.lint.project_facts import ABSENT, KEY_SET, OPTIONAL_KEY
+from detective.lint.rule import Rule
+from detective.rules import _rc004_examples as examples
 from detective.rules._key_facts import OptionalKeys
 
 
@@ -14,7 +15,7 @@ class KeyBranch(Rule):
     code = "RC004"
     name = "key-branch"
     summary = "Branch on dict-key presence of a batch/inputs mapping (if \"mask\" in batch) in a traced region"
-    facts = (OptionalKeys,)  # keys the project makes optional: a `**kwargs` test needs one
+    facts = (OptionalKeys,)  # keys the project sets, and those it makes optional
     doc = """
     ## What it does
     Flags `if`/`while`/ternaries whose condition tests whether an input mapping carries a
@@ -27,18 +28,30 @@ class KeyBranch(Rule):
     answer), and `if state.get("k") is None: state["k"] = ...` is not reported (the branch
     fills the key it lacked, so later code sees one key set). Nor is an `if` (not an
     `elif`) whose other side only raises: a step that raises makes no second program.
-    A test on `**kwargs` is `info` unless the project makes that key optional somewhere
-    (removes it with `del`/`.pop`, or sets it only under a condition on data): each call site
-    passes the same keyword arguments every time, so the key set is fixed per run.
+    A key test is `info` unless the project makes that key optional somewhere (removes it
+    with `del`/`.pop`, or sets it only under a condition on data): a task's collater gives
+    every batch of a run the same keys, so the run takes one side, one program. For a
+    batch mapping this needs the code that builds the batches in view: when no linted file
+    sets the key at all (`m["k"] = ...`, `{"k": ...}`, `dict(k=...)`), as when a few files
+    are linted without the rest of the repository, the collater is not in view and the
+    test stays a warning (`--project .` gives it the context). A test on `**kwargs` needs no
+    such file: each call site passes the same keyword arguments every time.
 
     ## Why is this bad?
-    The Python path taken depends on which optional keys this batch has, so every
-    distinct subset of keys traces its own graph. Across a shuffled dataset that is a long
-    tail of one-shot programs; in the seed model, canonicalising the batch removed about a
-    dozen recompiles per epoch.
+    The Python path taken depends on which optional keys this batch has, so when batches
+    of one run differ in a key, every distinct subset of keys traces its own graph. Across a
+    shuffled dataset that is a long tail of one-shot programs; in the seed model,
+    canonicalising the batch removed about a dozen recompiles per epoch. A key that every
+    batch of a run has (or none has) costs nothing: that is why the rule asks for evidence.
 
     ## Example
     ```python
+    def collate(samples):
+        batch = {"input_ids": pad([s["ids"] for s in samples])}
+        if all("doc" in s for s in samples):   # only some batches get the key
+            batch["doc_ids"] = pad([s["doc"] for s in samples])
+        return batch
+
     def forward(self, batch):
         x = self.embed(batch["input_ids"])
         if "doc_ids" in batch:
@@ -46,196 +59,21 @@ class KeyBranch(Rule):
     ```
 
     ## Use instead
-    Canonicalise the batch before the traced region: every optional field always
-    present, with a fixed shape and dtype, and a mask that says what is live:
+    Canonicalise the batch in the collater: every optional field always present, with a
+    fixed shape and dtype, and a mask that says what is live:
     ```python
-    batch = canonicalize(batch)      # doc_ids zero-filled, doc_mask all False when absent
+    def collate(samples):
+        batch = {"input_ids": pad([s["ids"] for s in samples])}
+        batch["doc_ids"], batch["doc_mask"] = pad_or_zeros(samples, "doc")  # every batch
+
     def forward(self, batch):
         x = self.embed(batch["input_ids"])
         x = x + self.doc_embed(batch["doc_ids"]) * batch["doc_mask"][..., None]
     ```
     """
 
-    VALID = [
-        Valid(
-            """
-import torch
-
-class Memory(torch.nn.Module):
-    def forward(self, x, state):
-        if state.get("memory_banks", None) is None:
-            state["memory_banks"] = []  # fills the key it lacked: one key set from here on
-        state["memory_banks"].append(x)
-        return x
-"""
-        ),
-        Valid(
-            """
-import torch
-
-def canonicalize(batch):
-    if "mask" not in batch:            # outside any traced region: fine
-        batch["mask"] = torch.ones_like(batch["x"])
-    return batch
-
-class Net(torch.nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.cfg = cfg
-
-    def forward(self, batch):
-        if "relu" in self.cfg:          # static configuration, same every call
-            return torch.relu(batch["x"] * batch["mask"])
-        return batch["x"] * batch["mask"]
-"""
-        ),
-        Valid(
-            """
-import torch
-
-class Net(torch.nn.Module):
-    def forward(self, x, model, config):
-        if hasattr(model, "adapter"):  # an attribute of a module, not a batch key
-            x = model.adapter(x)
-        if hasattr(config, "scale"):
-            x = x * config.scale
-        return x
-""",
-        ),
-        Valid(
-            """
-import torch
-
-class Fuse(torch.nn.Module):
-    def forward(self, x, batch, token_ids):
-        if "image" not in token_ids:  # the other side only raises: no second program
-            raise ValueError("token_ids lacks 'image'")
-        if "ids" in batch:
-            ids = batch["ids"]
-        else:
-            raise KeyError("batch lacks 'ids'")
-        return x[token_ids["image"]] + ids
-""",
-        ),
-    ]
-    INVALID = [
-        Invalid(
-            """
-import torch
-
-class Block(torch.nn.Module):
-    def forward(self, x, context=None, **kwargs):
-        if "encoder_states" in kwargs:  # info: a keyword every call site passes or never does
-            context = kwargs["encoder_states"]
-        return x if context is None else x + context
-""",
-            line=6,
-            severity="info",
-        ),
-        Invalid(
-            """
-import torch
-
-def collate(samples):
-    batch = {"x": torch.stack([s["x"] for s in samples])}
-    if all("bias" in s for s in samples):  # only some batches get the key
-        batch["bias"] = torch.stack([s["bias"] for s in samples])
-    return batch
-
-class Net(torch.nn.Module):
-    def forward(self, x, **kwargs):
-        if "bias" in kwargs:  # model(**collate(samples)): the key set changes between batches
-            x = x + kwargs["bias"]
-        return x
-""",
-            line=12,
-        ),
-        Invalid(
-            """
-import torch
-
-class Net(torch.nn.Module):
-    def forward(self, batch):
-        x = batch["x"]
-        if "mask" in batch:
-            x = x * batch["mask"]
-        return x
-""",
-            line=7,
-        ),
-        Invalid(
-            """
-import torch
-import torch_xla
-
-def train(model, loader):
-    for batch in loader:
-        mask = batch["mask"] if batch.get("mask") is not None else None
-        model(batch["x"], mask).backward()
-        torch_xla.sync()
-""",
-            line=7,
-        ),
-        Invalid(
-            """
-import torch
-
-class Encoder(torch.nn.Module):
-    def forward(self, batch):
-        if "attention_mask" in batch["encoder"]:  # a nested input mapping
-            return batch["encoder"]["attention_mask"]
-        return batch["ids"]
-""",
-            line=6,
-        ),
-        Invalid(
-            """
-import torch
-
-class Net(torch.nn.Module):
-    def forward(self, x, batch):
-        bias = batch["bias"] if "bias" in batch else 0.0
-        return x + bias
-""",
-            line=6,
-        ),
-        Invalid(
-            """
-import torch
-
-def duplicate(sample):
-    inner = sample["net_input"] if "net_input" in sample else sample  # the branch that forks
-    for k, v in inner.items():
-        inner[k] = torch.cat([v, v])
-    if "net_input" in sample:  # the same key again: same answer, no new graph, not reported
-        sample["net_input"] = inner
-    else:
-        sample = inner
-    return sample
-
-class Criterion(torch.nn.Module):
-    def forward(self, model, sample):
-        return model(**duplicate(sample))
-""",
-            line=5,
-        ),
-        Invalid(
-            """
-import torch
-
-class Encoder(torch.nn.Module):
-    def forward(self, net_input):
-        if "tokens" in net_input:
-            x = net_input["tokens"].float()
-        elif "features" in net_input:  # the chain picks among key sets; only its last `else` raises
-            x = net_input["features"]
-        else:
-            raise KeyError("no input")
-        return x
-""",
-            line=8,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def _check(self, test: cst.BaseExpression) -> None:
         key = key_test(self.context, test)
@@ -254,10 +92,12 @@ class Encoder(torch.nn.Module):
                             "each key subset traces its own graph", subject=container,
                             needs=(OPTIONAL_KEY + name,))
                 return
+            # A batch mapping: a warning where the project makes the key optional, or where no
+            # linted file sets it (the collater is not in view: the few files of a pre-commit run).
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
-                subject=container,
+                subject=container, needs=(OPTIONAL_KEY + name, ABSENT + KEY_SET + name),
             )
 
     def __init__(self, context):

@@ -11,6 +11,11 @@ over the sources, so a run answered from the cache pays nothing for them.
 - Optional keys: ``optional-key:<k>`` when some file removes key ``k`` from a mapping
   (``del m["k"]``, ``m.pop("k")``) or sets it only under a condition on data (not on
   ``self.*`` configuration, not on the key's own presence).
+- Keys set: ``key-set:<k>`` when some file writes key ``k`` into a mapping (``m["k"] = ...``,
+  ``{"k": ...}``, ``dict(k=...)``): the code that builds the batches (a collater) is in view.
+
+A need written ``!<fact>`` holds when the fact is absent: RC004 stays a warning on a key that
+no file of the run sets (``!key-set:<k>``), since whoever builds the batches is not in view.
 
 Only the files the run sees count: linting a few files alone (without ``--project``) finds
 the facts of those files only; ``targets`` in the config pins them.
@@ -26,6 +31,8 @@ TARGETS = ("xla", "compile")
 TARGET_NAMES = {"xla": "torch_xla", "compile": "torch.compile"}
 COMPILE_FACT = "target:compile"
 OPTIONAL_KEY = "optional-key:"
+KEY_SET = "key-set:"
+ABSENT = "!"  # a need that holds when the fact is absent
 
 
 @dataclass(frozen=True)
@@ -43,11 +50,19 @@ class ProjectFacts:
             targets = " and ".join(TARGET_NAMES[t] for t in self.targets)
             why = "configured" if self.how == "config" else "found"
             return "info", f" (costs only on {costs}; this project targets {targets}, {why})"
-        if candidate.needs and not any(n in self.facts for n in candidate.needs):
+        if candidate.needs and not any(self._holds(n) for n in candidate.needs):
             keys = ", ".join(repr(n[len(OPTIONAL_KEY):]) for n in candidate.needs if n.startswith(OPTIONAL_KEY))
+            if any(n.startswith(ABSENT + KEY_SET) for n in candidate.needs):
+                return "info", (f" (the project sets {keys} but nothing removes it or sets it only for some "
+                                "data: every batch of a run has the same key set)")
             return "info", (f" (nothing in the project removes {keys} or sets it only for some data: "
                             "the key set is fixed per call site)")
         return "warning", ""
+
+    def _holds(self, need: str) -> bool:
+        if need.startswith(ABSENT):
+            return need[len(ABSENT):] not in self.facts
+        return need in self.facts
 
 
 def project_facts(summaries: list[FileSummary], configured: list[str] | None = None) -> ProjectFacts:

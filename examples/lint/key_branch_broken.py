@@ -14,3 +14,11 @@ class Embed(nn.Module):
         if "doc_ids" in batch:  # RC004: each subset of keys traces its own graph
             x = x + self.doc(batch["doc_ids"])
         return x
+
+
+def collate(samples):
+    """Only batches whose samples all carry a document id get `doc_ids`: key sets differ per batch."""
+    batch = {"input_ids": torch.stack([s["input_ids"] for s in samples])}
+    if all("doc_ids" in s for s in samples):
+        batch["doc_ids"] = torch.stack([s["doc_ids"] for s in samples])
+    return batch

@@ -600,7 +600,7 @@ def test_a_kwargs_key_test_is_a_warning_only_where_the_project_makes_the_key_opt
     """) == ["warning"]
 
 
-def test_a_key_test_on_a_batch_parameter_needs_no_project_evidence():
+def test_a_key_test_on_a_batch_is_info_where_the_project_sets_the_key_for_every_batch():
     criterion = """
         import torch
 
@@ -610,7 +610,34 @@ def test_a_key_test_on_a_batch_parameter_needs_no_project_evidence():
                     return sample["target_lengths"].sum()
                 return model(**sample["net_input"]).sum()
     """
+    # No file sets the key: the collater is not in view (files linted alone), still a warning.
     assert lint({"criterion.py": criterion}) == [("criterion.py", 6, "RC004", "warning")]
+    # A collater that sets it in every batch (or under a configuration flag): one key set per run.
+    for collater in ("""
+        def collate(samples):
+            return {"net_input": {"x": samples}, "target_lengths": [len(s) for s in samples]}
+    """, """
+        class Data:
+            def collater(self, samples):
+                batch = {"net_input": {"x": samples}}
+                if self.with_lengths:
+                    batch["target_lengths"] = [len(s) for s in samples]
+                return batch
+    """):
+        assert lint({"criterion.py": criterion, "data.py": collater}) == [("criterion.py", 6, "RC004", "info")]
+    # Set only for some batches (on data), or removed somewhere: batches of one run differ.
+    for collater in ("""
+        def collate(samples):
+            batch = {"net_input": {"x": samples}}
+            if all("len" in s for s in samples):
+                batch["target_lengths"] = [s["len"] for s in samples]
+            return batch
+    """, """
+        def strip(sample):
+            sample.pop("target_lengths", None)
+            return sample
+    """):
+        assert lint({"criterion.py": criterion, "data.py": collater}) == [("criterion.py", 6, "RC004", "warning")]
 
 
 def test_a_flash_attention_branch_is_info_and_the_rest_of_the_function_unchanged():

@@ -1,0 +1,222 @@
+"""RC004's VALID/INVALID example programs (run by tests/lint/test_rule_examples.py), kept
+apart from the rule's logic in :mod:`detective.rules.rc004_key_branch` for length."""
+
+from detective.lint.rule import Invalid, Valid
+
+VALID = [
+    Valid(
+        """
+import torch
+
+class Memory(torch.nn.Module):
+    def forward(self, x, state):
+        if state.get("memory_banks", None) is None:
+            state["memory_banks"] = []  # fills the key it lacked: one key set from here on
+        state["memory_banks"].append(x)
+        return x
+"""
+    ),
+    Valid(
+        """
+import torch
+
+def canonicalize(batch):
+    if "mask" not in batch:            # outside any traced region: fine
+        batch["mask"] = torch.ones_like(batch["x"])
+    return batch
+
+class Net(torch.nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+
+    def forward(self, batch):
+        if "relu" in self.cfg:          # static configuration, same every call
+            return torch.relu(batch["x"] * batch["mask"])
+        return batch["x"] * batch["mask"]
+"""
+    ),
+    Valid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, model, config):
+        if hasattr(model, "adapter"):  # an attribute of a module, not a batch key
+            x = model.adapter(x)
+        if hasattr(config, "scale"):
+            x = x * config.scale
+        return x
+""",
+    ),
+    Valid(
+        """
+import torch
+
+class Fuse(torch.nn.Module):
+    def forward(self, x, batch, token_ids):
+        if "image" not in token_ids:  # the other side only raises: no second program
+            raise ValueError("token_ids lacks 'image'")
+        if "ids" in batch:
+            ids = batch["ids"]
+        else:
+            raise KeyError("batch lacks 'ids'")
+        return x[token_ids["image"]] + ids
+""",
+    ),
+]
+INVALID = [
+    Invalid(
+        """
+import torch
+
+def collate(samples):
+    batch = {"x": torch.stack([s["x"] for s in samples])}
+    if all("mask" in s for s in samples):  # only batches whose samples all carry one
+        batch["mask"] = torch.stack([s["mask"] for s in samples])
+    return batch
+
+class Net(torch.nn.Module):
+    def forward(self, batch):
+        if "mask" in batch:  # batches of one run differ in the key: two programs
+            return batch["x"] * batch["mask"]
+        return batch["x"]
+""",
+        line=12,
+    ),
+    Invalid(
+        """
+import torch
+
+def collate(samples):
+    return {"src_tokens": torch.stack([s["src"] for s in samples]),
+            "src_lengths": torch.tensor([len(s["src"]) for s in samples])}
+
+class Encoder(torch.nn.Module):
+    def forward(self, net_input):
+        x = net_input["src_tokens"].float()
+        if "src_lengths" in net_input:  # info: every batch has it; a run takes one side
+            x = x * net_input["src_lengths"][:, None]
+        return x
+""",
+        line=11,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Block(torch.nn.Module):
+    def forward(self, x, context=None, **kwargs):
+        if "encoder_states" in kwargs:  # info: a keyword every call site passes or never does
+            context = kwargs["encoder_states"]
+        return x if context is None else x + context
+""",
+        line=6,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def collate(samples):
+    batch = {"x": torch.stack([s["x"] for s in samples])}
+    if all("bias" in s for s in samples):  # only some batches get the key
+        batch["bias"] = torch.stack([s["bias"] for s in samples])
+    return batch
+
+class Net(torch.nn.Module):
+    def forward(self, x, **kwargs):
+        if "bias" in kwargs:  # model(**collate(samples)): the key set changes between batches
+            x = x + kwargs["bias"]
+        return x
+""",
+        line=12,
+    ),
+    Invalid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, batch):
+        x = batch["x"]
+        if "mask" in batch:
+            x = x * batch["mask"]
+        return x
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+import torch_xla
+
+def train(model, loader):
+    for batch in loader:
+        mask = batch["mask"] if batch.get("mask") is not None else None
+        model(batch["x"], mask).backward()
+        torch_xla.sync()
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, batch):
+        if "attention_mask" in batch["encoder"]:  # a nested input mapping
+            return batch["encoder"]["attention_mask"]
+        return batch["ids"]
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, batch):
+        bias = batch["bias"] if "bias" in batch else 0.0
+        return x + bias
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+def duplicate(sample):
+    inner = sample["net_input"] if "net_input" in sample else sample  # the branch that forks
+    for k, v in inner.items():
+        inner[k] = torch.cat([v, v])
+    if "net_input" in sample:  # the same key again: same answer, no new graph, not reported
+        sample["net_input"] = inner
+    else:
+        sample = inner
+    return sample
+
+class Criterion(torch.nn.Module):
+    def forward(self, model, sample):
+        return model(**duplicate(sample))
+""",
+        line=5,
+        severity="info",  # the file sets "net_input" and never makes it optional
+    ),
+    Invalid(
+        """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, net_input):
+        if "tokens" in net_input:
+            x = net_input["tokens"].float()
+        elif "features" in net_input:  # the chain picks among key sets; only its last `else` raises
+            x = net_input["features"]
+        else:
+            raise KeyError("no input")
+        return x
+""",
+        line=8,
+    ),
+]
