@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.project_facts import ABSENT, KEY_SET, OPTIONAL_KEY
+from detective.lint.project_facts import ABSENT, KEY_SET, OPTIONAL_KEY, PARTIAL_VIEW
 from detective.lint.rule import Rule
 from detective.rules import _rc004_examples as examples
 from detective.rules._key_facts import OptionalKeys
@@ -31,11 +31,11 @@ class KeyBranch(Rule):
     A key test is `info` unless the project makes that key optional somewhere (removes it
     with `del`/`.pop`, or sets it only under a condition on data): a task's collater gives
     every batch of a run the same keys, so the run takes one side, one program. For a
-    batch mapping this needs the code that builds the batches in view: when no linted file
-    sets the key at all (`m["k"] = ...`, `{"k": ...}`, `dict(k=...)`), as when a few files
-    are linted without the rest of the repository, the collater is not in view and the
-    test stays a warning (`--project .` gives it the context). A test on `**kwargs` needs no
-    such file: each call site passes the same keyword arguments every time.
+    batch mapping this needs the code that builds the batches in view, so the test stays a
+    warning when a few files or a package directory are linted without the rest of the
+    repository (`--project .` gives them the context), and when no file sets the key at all
+    (`m["k"] = ...`, `{"k": ...}`, `dict(k=...)`). A test on `**kwargs` needs neither: each
+    call site passes the same keyword arguments every time.
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so when batches
@@ -92,12 +92,12 @@ class KeyBranch(Rule):
                             "each key subset traces its own graph", subject=container,
                             needs=(OPTIONAL_KEY + name,))
                 return
-            # A batch mapping: a warning where the project makes the key optional, or where no
-            # linted file sets it (the collater is not in view: the few files of a pre-commit run).
+            # A batch mapping: a warning where the project makes the key optional, or where the
+            # collater is not in view (no linted file sets the key, or only a few files are linted).
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
-                subject=container, needs=(OPTIONAL_KEY + name, ABSENT + KEY_SET + name),
+                subject=container, needs=(OPTIONAL_KEY + name, ABSENT + KEY_SET + name, PARTIAL_VIEW),
             )
 
     def __init__(self, context):

@@ -251,6 +251,7 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
         [*config.ignore, *(ignore or [])], codes
     )
     files, errors = discover(paths, config)
+    whole = any(_is_project_dir(p) for p in [*paths, *(project or [])])
     context_files: list[Path] = []
     if project:
         named = {_absolute(f) for f in files}
@@ -259,7 +260,7 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
     read: dict[Path, tuple] | None = None
     result_key = None
     if cache is not None:
-        read, result_key = _result_key(files, context_files, config, enabled, cache)
+        read, result_key = _result_key(files, context_files, config, enabled, cache, whole)
         hit = cache.get_result(result_key)
         # Findings also rest on installed packages' classes: used only if those are unchanged.
         if hit is not None and len(hit) == 5 and Environment().valid(hit[4]):
@@ -281,7 +282,8 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
     environment = Environment(store=cache.environment, answers=cache.environment_answers()) \
         if cache is not None else Environment()
     result.findings = findings_for(good, config, enabled,
-                                   report=reported if context_files else None, environment=environment)
+                                   report=reported if context_files else None, environment=environment,
+                                   whole=whole)
     if cache is not None and environment.dirty:
         cache.save_environment(environment.store)
     if cache is not None and environment.answered:
@@ -295,13 +297,20 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
     return result
 
 
-def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache):
+def _is_project_dir(path: str) -> bool:
+    """A directory that is no package of its own (``.``, ``src/``): the whole project is in view,
+    batch builders included. A package directory or a list of files is only part of it."""
+    where = Path(path)
+    return where.is_dir() and not (where / "__init__.py").exists()
+
+
+def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache, whole: bool):
     """Everything a run's findings depend on, hashed; and what was read on the way, per file:
     (bytes, content hash, ``_facts``), so that nothing is read, hashed or resolved twice."""
     read: dict[Path, tuple] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets)
+                str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets, whole)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         facts = _facts(path)
@@ -318,13 +327,15 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
 
 
 def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str],
-                 report: set[str] | None = None, environment: Environment | None = None) -> list[Finding]:
+                 report: set[str] | None = None, environment: Environment | None = None,
+                 whole: bool = True) -> list[Finding]:
     """``environment`` resolves base classes the project does not define (a fresh one,
-    without an on-disk cache, when not given)."""
+    without an on-disk cache, when not given); ``whole``: the summaries are the whole
+    project, not a few of its files (see :mod:`detective.lint.project_facts`)."""
     project = Project(summaries, environment if environment is not None else Environment(),
                       guess_modules=config.guess_modules)
     rules = rules_by_code()
-    facts = project_facts(summaries, config.targets)
+    facts = project_facts(summaries, config.targets, whole)
     reach = xla_nones = None
     findings = []
     for summary in summaries:

@@ -14,8 +14,12 @@ over the sources, so a run answered from the cache pays nothing for them.
 - Keys set: ``key-set:<k>`` when some file writes key ``k`` into a mapping (``m["k"] = ...``,
   ``{"k": ...}``, ``dict(k=...)``): the code that builds the batches (a collater) is in view.
 
-A need written ``!<fact>`` holds when the fact is absent: RC004 stays a warning on a key that
-no file of the run sets (``!key-set:<k>``), since whoever builds the batches is not in view.
+- Partial view: ``view:partial`` when the run lints a few files or a package directory
+  rather than a project directory (``.``, ``src/``, or one named with ``--project``).
+
+A need written ``!<fact>`` holds when the fact is absent. RC004 on a batch mapping stays a
+warning on a key that no file of the run sets (``!key-set:<k>``) and in a partial view: the
+collater that decides the batch's keys is not in view.
 
 Only the files the run sees count: linting a few files alone (without ``--project``) finds
 the facts of those files only; ``targets`` in the config pins them.
@@ -33,6 +37,7 @@ COMPILE_FACT = "target:compile"
 OPTIONAL_KEY = "optional-key:"
 KEY_SET = "key-set:"
 ABSENT = "!"  # a need that holds when the fact is absent
+PARTIAL_VIEW = "view:partial"
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,9 @@ class ProjectFacts:
         return need in self.facts
 
 
-def project_facts(summaries: list[FileSummary], configured: list[str] | None = None) -> ProjectFacts:
-    facts = frozenset(f for s in summaries for f in s.facts)
+def project_facts(summaries: list[FileSummary], configured: list[str] | None = None,
+                  whole: bool = True) -> ProjectFacts:
+    facts = frozenset(f for s in summaries for f in s.facts) | (frozenset() if whole else {PARTIAL_VIEW})
     if configured:
         return ProjectFacts(tuple(t for t in TARGETS if t in configured), "config", facts)
     found = tuple(t for t, hit in (("xla", any(s.imports_xla for s in summaries)),

@@ -727,3 +727,34 @@ def test_the_tensor_method_names_are_torch_tensors_public_methods():
     public = {n for n in dir(torch.Tensor) if not n.startswith("_") and callable(getattr(torch.Tensor, n))}
     assert {"to", "cuda", "cpu", "float", "half", "view", "sum", "backward"} <= TENSOR_METHODS
     assert TENSOR_METHODS == public
+def test_a_batch_key_test_stays_a_warning_when_only_some_files_are_linted(tmp_path, monkeypatch):
+    from detective.lint.config import Config
+    from detective.lint.engine import lint_paths
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "criterion.py").write_text(textwrap.dedent("""
+        import torch
+
+        class Criterion(torch.nn.Module):
+            def forward(self, model, sample):
+                if "target_lengths" in sample:
+                    return sample["target_lengths"].sum()
+                return model(sample["x"]).sum()
+    """))
+    (tmp_path / "pkg" / "data.py").write_text(textwrap.dedent("""
+        def collate(samples):
+            return {"x": samples, "target_lengths": [len(s) for s in samples]}
+    """))
+    monkeypatch.chdir(tmp_path)
+
+    def severities(paths, project=None):
+        result = lint_paths(paths, Config(base=tmp_path), select=["RC004"], project=project, min_severity="info")
+        return [(f.path.replace("\\", "/").split("pkg/")[-1], f.line, f.severity) for f in result.findings]
+
+    # The project directory (or --project .): the collater is in view, one key set per run.
+    assert severities(["."]) == [("criterion.py", 6, "info")]
+    assert severities(["pkg/criterion.py"], project=["."]) == [("criterion.py", 6, "info")]
+    # The files alone, or a package directory: the collater may be elsewhere, so a warning.
+    assert severities(["pkg/criterion.py", "pkg/data.py"]) == [("criterion.py", 6, "warning")]
+    assert severities(["pkg"]) == [("criterion.py", 6, "warning")]
