@@ -15,7 +15,8 @@ import libcst as cst
 
 from detective.lint.regions import STEP_CONTEXTS, SYNC_CALLS
 from detective.lint.rule import Facts
-from detective.lint.semantic import XLA_COMPILE_CALLS, dotted_name
+from detective.lint.api_names import XLA_COMPILE_CALLS
+from detective.lint.semantic import dotted_name
 
 OPTIMIZER_STEP_CALLS = frozenset({"torch_xla.core.xla_model.optimizer_step"})
 

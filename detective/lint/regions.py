@@ -20,7 +20,8 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
-from detective.lint.semantic import COMPILE_CALLS, SYNCING_LOADERS, dotted_name
+from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
+from detective.lint.semantic import dotted_name
 from detective.lint.xla_branches import (bound_names, cuda_sense, dotted_tail, lazy_init_test, set_to_none,
                                          xla_sense)
 

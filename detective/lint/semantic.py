@@ -7,7 +7,8 @@ point the walk is at: ``resolve`` expands import aliases, the innermost
 input data right now (a rebinding clears what an earlier binding said), and the
 innermost :class:`ClassFrame` which ``self`` attributes are tensors (buffers,
 parameters) or Python numbers. What a value *is* is decided by
-:class:`~detective.lint.inference.TensorInference` over this state.
+:class:`~detective.lint.inference.TensorInference` over this state. How assignments, loops,
+returns and calls update the frames is in :mod:`detective.lint.bindings`.
 """
 
 from __future__ import annotations
@@ -17,20 +18,12 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.inference import MODEL_NAMES, TensorInference, _compares_values
+from detective.lint.api_names import COMPILE_CALLS, COMPILER_MODULES
+from detective.lint.bindings import Bindings
+from detective.lint.inference import TensorInference
 from detective.lint.model import ClassInfo, Scope
 from detective.lint.parameters import python_valued_names
 from detective.lint.project_facts import COMPILE_FACT
-
-COMPILE_CALLS = frozenset({"torch.compile", "torch_xla.compile", "torch_xla.torch_xla.compile"})
-XLA_COMPILE_CALLS = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
-COMPILER_MODULES = ("torch._dynamo.", "torch.compiler.")
-SYNCING_LOADERS = frozenset(
-    {
-        "torch_xla.distributed.parallel_loader.MpDeviceLoader",
-        "torch_xla.distributed.parallel_loader.ParallelLoader",
-    }
-)
 
 
 @dataclass
@@ -72,7 +65,7 @@ class ClassFrame:
         return self._python_valued
 
 
-class SemanticModel:
+class SemanticModel(Bindings):
     def __init__(self, module_name: str, is_package: bool, extra_roots=()):
         self.module_name = module_name
         self.is_package = is_package
@@ -299,255 +292,6 @@ class SemanticModel:
         frame.info.tensor_attrs = sorted(frame.tensor_attrs)
 
     # ------------------------------------------------------------------ bindings
-    def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
-                    host=False, data=False, compare=False, container=False) -> None:
-        frame = self.function
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self.bind_target(element.value, tensor=tensor, data=data)
-            return
-        if isinstance(target, cst.StarredElement):
-            self.bind_target(target.value, tensor=tensor, data=data)
-            return
-        if not isinstance(target, cst.Name):
-            return
-        name = target.value
-        frame.locals.add(name)
-        frame.guessed_names.discard(name)  # rebound: no longer the argument as passed
-        frame.annotations.pop(name, None)
-        for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
-                            (host, frame.host_names), (data, frame.data_names),
-                            (compare, frame.compare_names), (container, frame.container_names)):
-            (names.add if flag else names.discard)(name)
-
-    def bind_value(self, targets, value: cst.BaseExpression) -> None:
-        if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) \
-                and isinstance(value, (cst.Tuple, cst.List)) \
-                and len(targets[0].elements) == len(value.elements) \
-                and not any(isinstance(e, cst.StarredElement) for e in (*targets[0].elements, *value.elements)):
-            # bsz, max_len = lens.size(0), lens.max().item(): element by element
-            for target, element in zip(targets[0].elements, value.elements):
-                self.bind_value([target.value], element.value)
-            return
-        infer = self.infer
-        infer.assumed.clear()
-        tensor = infer.is_tensor(value)
-        trusted = tuple(infer.assumed) if tensor else ()
-        boolean = tensor and infer.is_bool_tensor(value)
-        host = not tensor and infer.is_host_value(value)
-        compare = not tensor and _compares_values(value)
-        on_host = infer.on_host(value)
-        cpu_made = tensor and infer.made_on_cpu(value)
-        container = not tensor and self._is_model_output(value)
-        for target in targets:
-            if isinstance(target, cst.Attribute):
-                # Attributes outlive the walk's program point: only definite tensors count
-                # (not a forward argument taken for a tensor by its name or None default).
-                guessed = isinstance(value, cst.Name) and value.value in self.function.guessed_names
-                self._bind_attribute(target, value, tensor and not trusted and not guessed)
-                continue
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
-                self.function.container_names.add(target.value.value)  # d["k"] = tensor
-                continue
-            self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
-                             container=container, data=self._is_data_element(value))
-            self._trust(target, trusted)
-            self._bind_cpu(target, on_host, cpu_made)
-            if isinstance(value, cst.Call) and isinstance(target, cst.Name):
-                called = self.resolve(value.func)
-                if called in SYNCING_LOADERS:
-                    self.function.loader_names.add(target.value)
-                if called in XLA_COMPILE_CALLS and value.args:
-                    self.function.compiled_names.add(target.value)
-
-    def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool) -> None:
-        """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results)
-        or a tensor made on the CPU; each name of a tuple target alike."""
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_cpu(element.value, on_host, cpu_made)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_cpu(target.value, on_host, cpu_made)
-        elif isinstance(target, cst.Name):
-            frame = self.function
-            (frame.cpu_names.add if on_host else frame.cpu_names.discard)(target.value)
-            (frame.cpu_made_names.add if cpu_made else frame.cpu_made_names.discard)(target.value)
-
-    def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            # x, pad = helper(...): element i is a tensor if the helper's i-th result is.
-            for index, element in enumerate(target.elements):
-                self._trust(element.value, tuple(t if "@" in t else f"{t}@{index}" for t in trusted))
-        elif isinstance(target, cst.Name):
-            if trusted:
-                self.function.assumed_names[target.value] = trusted
-            else:
-                self.function.assumed_names.pop(target.value, None)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        value = node.value
-        scope = self.scope
-        if value is None or scope.qualname == "<module>":
-            return
-        infer = self.infer
-        infer.params_on_cpu = True
-        follows = infer.made_on_cpu(value)
-        infer.params_on_cpu = False
-        self.cpu_following[scope.qualname] = self.cpu_following.get(scope.qualname, True) and follows
-        if isinstance(value, cst.Tuple):
-            # return x, pad_length: which positions are tensors ("tensor", or the calls
-            # whose results they are, "a|b"; target@i in assumptions).
-            items = scope.return_items
-            for index, element in enumerate(value.elements):
-                infer.assumed.clear()
-                if infer.is_tensor(element.value):
-                    items.extend([""] * (index + 1 - len(items)))
-                    if items[index] != "tensor":
-                        calls = [t for t in (items[index].split("|") if items[index] else []) + infer.assumed]
-                        items[index] = "|".join(dict.fromkeys(calls)) if infer.assumed else "tensor"
-            return
-        infer.assumed.clear()
-        if infer.is_tensor(value):
-            if not infer.assumed:
-                scope.returns = "tensor"
-                return
-            scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
-        elif scope.returns != "tensor" and _is_python_value(value, infer):
-            scope.returns = "python"
-
-    def _is_data_element(self, value: cst.BaseExpression) -> bool:
-        """``net_input = sample["net_input"]``: a nested mapping of the input is input too."""
-        if not isinstance(value, cst.Subscript):
-            return False
-        while isinstance(value, cst.Subscript):
-            if len(value.slice) != 1 or not isinstance(value.slice[0].slice, cst.Index) \
-                    or T.literal_string(value.slice[0].slice.value) is None:
-                return False
-            value = value.value
-        return isinstance(value, cst.Name) and value.value in self.function.data_names
-
-    def _is_model_output(self, value: cst.BaseExpression) -> bool:
-        """``net_output = model(**sample["net_input"])``: a model passed in, called."""
-        if not isinstance(value, cst.Call):
-            return False
-        func = value.func
-        name = func.value if isinstance(func, cst.Name) else None
-        if name is None or name not in self.function.data_names:
-            return False
-        return name in MODEL_NAMES or name.endswith("_model")
-
-    def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool) -> None:
-        cls = self.cls
-        if cls is None or not (isinstance(target.value, cst.Name) and target.value.value == "self"):
-            return
-        attr = target.attr.value
-        if tensor or (isinstance(value, cst.Call) and (self.resolve(value.func) or "").endswith("Parameter")):
-            cls.tensor_attrs.add(attr)
-        elif T.is_number_literal(value) or (
-            isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
-            and value.func.value in {"int", "float"}
-        ):
-            cls.number_attrs.add(attr)
-        if isinstance(value, cst.Call):
-            dotted = self.resolve(value.func)
-            imported = self.is_import_alias(value.func)
-            if dotted and (dotted.rsplit(".", 1)[-1][:1].isupper() or imported):
-                # A class, or an imported factory (tutel_moe.fast_dispatcher(...)): its
-                # methods are not the project's namesakes when it comes from outside.
-                cls.info.attr_types[attr] = dotted if imported else f"local:{dotted}"
-
-    def visit_For(self, node: cst.For) -> None:
-        it = node.iter
-        target = node.target
-        method = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else ""
-        called = self.resolve(it.func) if isinstance(it, cst.Call) else None
-        if method in {"items", "keys"} or method.startswith("named_") or called == "range":
-            self.bind_target(target)  # keys, names and indices: not input data
-        elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
-            self.bind_target(target.elements[0].value)
-            self._bind_items(target.elements[1].value, it.args[0].value if it.args else None)
-        elif self.infer.iterates_keys(node):
-            self.bind_target(target)  # for k in d: ... d[k]: d is a mapping, k its key
-        else:
-            # for row in batch_tensor: each row is a tensor too.
-            self._bind_items(target, it)
-            if called == "zip" and isinstance(target, (cst.Tuple, cst.List)) \
-                    and len(target.elements) == len(it.args) and not any(a.star for a in it.args):
-                # for row, n in zip(host, lengths): row is an item of a host copy, n is not
-                for element, arg in zip(target.elements, it.args):
-                    self._bind_cpu(element.value, self.infer.on_host(arg.value), False)
-
-    def _bind_items(self, target: cst.BaseExpression, iterable: cst.BaseExpression | None) -> None:
-        """Loop targets over ``iterable``: tensors when it is one, on the same trust (the items
-        of ``product(...)`` or of a helper's result are tensors only if it returns one)."""
-        infer = self.infer
-        infer.assumed.clear()
-        tensor = iterable is not None and infer.is_tensor(iterable)
-        trusted = tuple(dict.fromkeys(infer.assumed)) if tensor else ()
-        infer.assumed.clear()
-        self.bind_target(target, data=True, tensor=tensor)
-        self._bind_cpu(target, iterable is not None and infer.on_host(iterable), False)
-        stack = [target]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (cst.Tuple, cst.List)):
-                stack.extend(e.value for e in node.elements)
-            elif isinstance(node, cst.StarredElement):
-                stack.append(node.value)
-            elif isinstance(node, cst.Name):
-                if trusted:
-                    self.function.assumed_names[node.value] = trusted
-                else:
-                    self.function.assumed_names.pop(node.value, None)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, (cst.Name, cst.Attribute)):
-            self.note_compile(self.resolve(func))
-        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
-                and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
-            # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every
-            # element appended is one).
-            on_host = self.infer.on_host(node.args[0].value)
-            (self.function.cpu_names.add if on_host else self.function.cpu_names.discard)(func.value.value)
-        if isinstance(func, cst.Attribute) and func.attr.value in {"register_buffer", "register_parameter"} \
-                and isinstance(func.value, cst.Name) and func.value.value == "self" and node.args:
-            name = T.literal_string(node.args[0].value)
-            cls = self.cls
-            if name and cls is not None:
-                cls.tensor_attrs.add(name)
-
-    def leave_Assign(self, node: cst.Assign) -> None:
-        self.bind_value([t.target for t in node.targets], node.value)
-
-    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self.bind_value([node.target], node.value)
-
-    def leave_AugAssign(self, node: cst.AugAssign) -> None:
-        if not isinstance(node.target, cst.Name):
-            return
-        infer, frame, name = self.infer, self.function, node.target.value
-        infer.assumed.clear()
-        if infer.is_tensor(node.value) and name not in frame.tensor_names:
-            # size *= n with n from a helper: a tensor only if the helper returns one.
-            frame.tensor_names.add(name)
-            if infer.assumed:
-                frame.assumed_names[name] = tuple(dict.fromkeys(infer.assumed))
-        infer.assumed.clear()
-
-
-def _is_python_value(value: cst.BaseExpression, infer) -> bool:
-    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``: no tensor."""
-    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
-        return True
-    if isinstance(value, cst.Name):
-        return value.value in {"True", "False", "None"}
-    if isinstance(value, (cst.Comparison, cst.BooleanOperation)):
-        return True  # and is_tensor said no
-    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
-        return True
-    return infer.is_host_value(value)
 
 
 def dotted_name(node: cst.BaseExpression) -> str:
