@@ -56,7 +56,8 @@ from pathlib import Path
 import libcst
 
 from detective.lint.config import Config
-from detective.lint.engine import discover, findings_for, lint_paths, summarise
+from detective.lint.discovery import discover
+from detective.lint.engine import findings_for, lint_paths, summarise
 from detective.lint.environment import Environment
 from detective.lint.rule import expand_selectors
 

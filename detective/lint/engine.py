@@ -10,23 +10,18 @@ import fnmatch
 import hashlib
 import os
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
+from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
 from detective.lint.environment import Environment
 from detective.lint.model import ChainLink, FileSummary, Finding, at_least
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
 from detective.lint.xla_params import none_on_xla
 
-DEFAULT_EXCLUDES = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__", "build",
-     "dist", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
-     ".detective", "__pypackages__", "_build", "buck-out"}
-)
 PARALLEL_THRESHOLD = 24  # below this a process pool costs more than it saves
 
 
@@ -37,92 +32,6 @@ class LintResult:
     files_checked: int = 0
     summaries: list[FileSummary] = field(default_factory=list)
     hidden: int = 0  # findings below the minimum severity, left out of ``findings``
-
-
-def discover(paths: list[str], config: Config) -> tuple[list[Path], list[tuple[str, str]]]:
-    files: list[Path] = []
-    errors: list[tuple[str, str]] = []
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            errors.append((raw, "no such file or directory"))
-        elif path.is_dir():
-            for directory, dirnames, filenames in os.walk(path):
-                dirnames[:] = sorted(
-                    d for d in dirnames
-                    if d not in DEFAULT_EXCLUDES and not d.endswith(".egg-info")
-                    and not _excluded(Path(directory) / d, config)
-                )
-                for filename in sorted(filenames):
-                    if filename.endswith((".py", ".pyi")):
-                        candidate = Path(directory) / filename
-                        if not _excluded(candidate, config):
-                            files.append(candidate)
-        elif path.is_file():
-            files.append(path)  # named explicitly: linted whatever its suffix
-        else:
-            errors.append((raw, "not a regular file or directory"))
-    unique = list(dict.fromkeys(files))
-    return unique, errors
-
-
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def _excluded(path: Path, config: Config) -> bool:
-    if not config.exclude:
-        return False
-    relative = _relative(path, config.base)
-    return any(fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
-               for pattern in config.exclude)
-
-
-@lru_cache(maxsize=4096)
-def _package_parts(directory: Path) -> tuple[tuple[str, ...], str]:
-    """Dotted package parts of a directory and the sys.path root above it."""
-    if (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts, root = _package_parts(directory.parent)
-        return (*parts, directory.name), root
-    return (), str(directory)
-
-
-@lru_cache(maxsize=8192)
-def _resolved_dir(directory: str) -> Path:
-    return Path(directory).resolve()
-
-
-def _absolute(path: Path) -> Path:
-    """``path.resolve()`` with one resolve per directory rather than per file (keyed by the
-    absolute directory, so a change of working directory never reuses a stale answer)."""
-    return _resolved_dir(os.path.abspath(path.parent)) / path.name
-
-
-def module_name(path: Path) -> tuple[str, str, bool]:
-    return _facts(path)[1:4]
-
-
-def display_path(path: Path) -> str:
-    return _facts(path)[4]
-
-
-def _facts(path: Path) -> tuple[str, str, str, bool, str]:
-    """(absolute path, module, root, is_package, path as shown): one resolve per file."""
-    absolute = _absolute(path)
-    parts, root = _package_parts(absolute.parent)
-    is_package = absolute.stem == "__init__"
-    name = ".".join(parts if is_package else (*parts, absolute.stem.split(".")[0]))
-    text, here = str(absolute), str(_resolved_dir(os.getcwd()))
-    if text.startswith(here) and text[len(here):len(here) + 1] == os.sep:
-        shown = text[len(here) + 1:]
-    elif here == os.sep and text.startswith(os.sep):
-        shown = text[1:]
-    else:
-        shown = path.as_posix()
-    return text, name or absolute.stem, root, is_package, shown
 
 
 def _summarise_file(job: tuple) -> FileSummary:
@@ -179,13 +88,13 @@ def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
 def summarise(files: list[Path], config: Config, jobs: int | None = None,
               cache: SummaryCache | None = None, read: dict[Path, tuple] | None = None) -> list[FileSummary]:
     """One summary per file, in order: from the cache when the content is unchanged.
-    ``read``: what :func:`_result_key` already knows of a file (bytes, hash, ``_facts``)."""
+    ``read``: what :func:`_result_key` already knows of a file (bytes, hash, ``file_facts``)."""
     roots = tuple(config.roots)
     summaries: list[FileSummary | None] = [None] * len(files)
     work, slots, keys = [], [], []
     read = read or {}
     for index, path in enumerate(files):
-        raw, digest, facts = read.get(path) or (None, None, _facts(path))
+        raw, digest, facts = read.get(path) or (None, None, file_facts(path))
         absolute, module, root, is_package, shown = facts
         if cache is not None:
             try:
@@ -254,9 +163,9 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
     whole = any(_is_project_dir(p) for p in [*paths, *(project or [])])
     context_files: list[Path] = []
     if project:
-        named = {_absolute(f) for f in files}
+        named = {absolute_path(f) for f in files}
         extra, _ = discover(project, config)
-        context_files = [f for f in extra if _absolute(f) not in named]
+        context_files = [f for f in extra if absolute_path(f) not in named]
     read: dict[Path, tuple] | None = None
     result_key = None
     if cache is not None:
@@ -306,14 +215,14 @@ def _is_project_dir(path: str) -> bool:
 
 def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache, whole: bool):
     """Everything a run's findings depend on, hashed; and what was read on the way, per file:
-    (bytes, content hash, ``_facts``), so that nothing is read, hashed or resolved twice."""
+    (bytes, content hash, ``file_facts``), so that nothing is read, hashed or resolved twice."""
     read: dict[Path, tuple] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
                 str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets, whole)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
-        facts = _facts(path)
+        facts = file_facts(path)
         try:
             raw = path.read_bytes()
             content = content_hash(raw)
@@ -407,7 +316,7 @@ def _per_file_ignores(path: str, config: Config) -> set[str]:
     codes: set[str] = set()
     if not config.per_file_ignores:
         return codes
-    relative = _relative(Path(path), config.base)
+    relative = relative_path(Path(path), config.base)
     for pattern, selectors in config.per_file_ignores.items():
         if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(Path(path).name, pattern):
             codes |= expand_selectors(selectors)

@@ -1,0 +1,95 @@
+"""Which files a lint run reads, and what each one is: discovery under the config's excludes,
+and per file its absolute path, module name, ``sys.path`` root and the path shown to the user."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from functools import lru_cache
+from pathlib import Path
+
+from detective.lint.config import Config
+
+DEFAULT_EXCLUDES = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__", "build",
+     "dist", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
+     ".detective", "__pypackages__", "_build", "buck-out"}
+)
+
+
+def discover(paths: list[str], config: Config) -> tuple[list[Path], list[tuple[str, str]]]:
+    files: list[Path] = []
+    errors: list[tuple[str, str]] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            errors.append((raw, "no such file or directory"))
+        elif path.is_dir():
+            for directory, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(
+                    d for d in dirnames
+                    if d not in DEFAULT_EXCLUDES and not d.endswith(".egg-info")
+                    and not _excluded(Path(directory) / d, config)
+                )
+                for filename in sorted(filenames):
+                    if filename.endswith((".py", ".pyi")):
+                        candidate = Path(directory) / filename
+                        if not _excluded(candidate, config):
+                            files.append(candidate)
+        elif path.is_file():
+            files.append(path)  # named explicitly: linted whatever its suffix
+        else:
+            errors.append((raw, "not a regular file or directory"))
+    unique = list(dict.fromkeys(files))
+    return unique, errors
+
+
+def relative_path(path: Path, base: Path) -> str:
+    try:
+        return path.resolve().relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _excluded(path: Path, config: Config) -> bool:
+    if not config.exclude:
+        return False
+    relative = relative_path(path, config.base)
+    return any(fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(path.name, pattern)
+               for pattern in config.exclude)
+
+
+@lru_cache(maxsize=4096)
+def _package_parts(directory: Path) -> tuple[tuple[str, ...], str]:
+    """Dotted package parts of a directory and the sys.path root above it."""
+    if (directory / "__init__.py").is_file() and directory.parent != directory:
+        parts, root = _package_parts(directory.parent)
+        return (*parts, directory.name), root
+    return (), str(directory)
+
+
+@lru_cache(maxsize=8192)
+def _resolved_dir(directory: str) -> Path:
+    return Path(directory).resolve()
+
+
+def absolute_path(path: Path) -> Path:
+    """``path.resolve()`` with one resolve per directory rather than per file (keyed by the
+    absolute directory, so a change of working directory never reuses a stale answer)."""
+    return _resolved_dir(os.path.abspath(path.parent)) / path.name
+
+
+def file_facts(path: Path) -> tuple[str, str, str, bool, str]:
+    """(absolute path, module, root, is_package, path as shown): one resolve per file."""
+    absolute = absolute_path(path)
+    parts, root = _package_parts(absolute.parent)
+    is_package = absolute.stem == "__init__"
+    name = ".".join(parts if is_package else (*parts, absolute.stem.split(".")[0]))
+    text, here = str(absolute), str(_resolved_dir(os.getcwd()))
+    if text.startswith(here) and text[len(here):len(here) + 1] == os.sep:
+        shown = text[len(here) + 1:]
+    elif here == os.sep and text.startswith(os.sep):
+        shown = text[1:]
+    else:
+        shown = path.as_posix()
+    return text, name or absolute.stem, root, is_package, shown
