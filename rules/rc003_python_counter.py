@@ -21,12 +21,19 @@ class PythonCounter(Rule):
     Counters bumped in a plain training loop (`self.global_step += 1` in `Trainer.fit`)
     are left alone unless the method itself is traced, and so are tallies in `__init__` and
     on objects that are not modules (a data structure built per call keeps no state
-    across traced calls).
+    across traced calls). A counter that restarts from a number at the top of the method
+    (`self.n = 0` as a top-level statement before the increments) takes the same values
+    every call and is not flagged. A counter that the class only ever bumps (never an
+    operand, an argument or a branch test: a tally read from outside) costs only under
+    torch.compile (`costs_on=("compile",)`: "info" in a project that only targets torch_xla).
 
     ## Why is this bad?
     A Python value that flows into the trace is a constant of the graph. Each new value
     is a new graph, so a counter that changes every call compiles a new program every
-    call (with `torch.compile` it fails a guard each time). The seed's MoE block kept
+    call. torch.compile also guards on a module's int attributes that the method reads
+    at entry, so even a counter that never reaches a tensor op makes a new graph per call
+    (measured with torch 2.9, `tests/lint/test_counter_costs.py`: 5 graphs in 5 calls; one
+    graph when the method first resets it to 0). The seed's MoE block kept
     `self._overflow_total += int(dropped.sum().item())` and saw up to 64 recompiles per
     step before the cache settled, then compile-storm hangs and NaNs on TPU.
 
@@ -116,8 +123,41 @@ class CountingNorm(torch.nn.BatchNorm1d):
         return super().forward(x)
 """,
         ),
+        Valid(
+            """
+import torch
+
+class FSDP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hooks_to_call = 0
+
+    def forward(self, x):
+        self.hooks_to_call = 0          # restarts every call: the same values each call
+        for p in self.parameters():
+            self.hooks_to_call += 1
+        if self.hooks_to_call == 0:
+            return x
+        return x * 2
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+
+class Pipe(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1   # only bumped (a tally read from outside): costs under torch.compile only
+        return x * 2
+""",
+            line=10,
+        ),
         Invalid(
             """
 import torch
@@ -150,6 +190,29 @@ class Block(torch.nn.Module):
     def __init__(self, context):
         super().__init__(context)
         self._pending: list[tuple[cst.CSTNode, str, bool, str, object]] = []
+        self._resets: dict[int, str] = {}  # id of a `self.a = <number>` heading a method -> a
+        self._reset_in: set[tuple[str, str]] = set()  # (scope, attr): reset earlier in this call
+        self._bookkeeping: set[int] = set()  # ids of self.<attr> nodes that only bump the counter
+        # (id of the class frame, attr) read anywhere else: in an operand, an argument, or a
+        # branch test (which decides what is traced: a graph per outcome on XLA too)
+        self._flows: set[tuple[int, str]] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # A top-level `self.a = 0` runs on every call before anything below it: the counter
+        # restarts from the same value each call (same values per call, the same graphs).
+        if isinstance(node.body, cst.IndentedBlock):
+            for statement in node.body.body:
+                if isinstance(statement, cst.SimpleStatementLine):
+                    for small in statement.body:
+                        if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                                and T.is_number_literal(small.value)
+                                and (attr := _self_attr(small.targets[0].target)) is not None):
+                            self._resets[id(small)] = attr
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = _self_attr(node)
+        if attr is not None and id(node) not in self._bookkeeping and self.context.cls is not None:
+            self._flows.add((id(self.context.cls), attr))
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
@@ -170,6 +233,7 @@ class Block(torch.nn.Module):
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         attr = _self_attr(node.target)
         if attr is not None:
+            self._bookkeeping.add(id(node.target))
             numeric = T.is_number_literal(node.value) or self.context.is_host_value(node.value)
             self._remember(node, attr, numeric)
 
@@ -178,17 +242,25 @@ class Block(torch.nn.Module):
             return
         attr = _self_attr(node.targets[0].target)
         value = node.value
+        if attr is not None:
+            self._bookkeeping.add(id(node.targets[0].target))
+            if id(node) in self._resets:
+                self._reset_in.add((self.context.scope.qualname, attr))
         if attr is None or not isinstance(value, cst.BinaryOperation):
             return
         if _self_attr(value.left) == attr or _self_attr(value.right) == attr:
             other = value.right if _self_attr(value.left) == attr else value.left
+            self._bookkeeping.add(id(value.left if other is value.right else value.right))
             self._remember(node, attr, T.is_number_literal(other) or self.context.is_host_value(other))
 
     def _remember(self, node, attr: str, numeric: bool) -> None:
         cls = self.context.cls
         # In a constructor the object is new: a tally there is set-up, not a per-call counter.
-        if cls is not None and self.context.scope.qualname.rsplit(".", 1)[-1] not in {"__init__", "__post_init__"}:
-            self._pending.append((node, attr, numeric, self.context.scope.qualname, cls))
+        scope = self.context.scope.qualname
+        if (scope, attr) in self._reset_in:
+            return  # restarts from the same number every call: same values, same graphs
+        if cls is not None and scope.rsplit(".", 1)[-1] not in {"__init__", "__post_init__"}:
+            self._pending.append((node, attr, numeric, scope, cls))
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         # Decided at the end of the class: __init__ may come after forward.
@@ -201,12 +273,24 @@ class Block(torch.nn.Module):
                 continue
             if attr in cls.tensor_attrs:
                 continue
-            if numeric or attr in cls.number_attrs:
+            if not (numeric or attr in cls.number_attrs):
+                continue
+            if (id(cls), attr) in self._flows:
                 self.report(
                     target,
                     f"`self.{attr}` is a Python counter mutated in a traced method: each new value "
                     "is a new graph constant; keep it in a register_buffer and update it in place",
                     scope=scope, subject=f"self.{attr}",
+                )
+            else:
+                # Only ever bumped: no graph on XLA holds it, but dynamo guards on a module's
+                # int attributes (measured: a new graph per call).
+                self.report(
+                    target,
+                    f"`self.{attr}` is a Python counter mutated in a traced method: nothing traced "
+                    "reads it (no new XLA graph), but torch.compile guards on its value and compiles "
+                    "a new graph for each one; keep it outside the compiled method or in a buffer",
+                    scope=scope, subject=f"self.{attr}", costs_on=("compile",),
                 )
         self._pending = keep
 

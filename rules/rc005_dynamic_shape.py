@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.project_facts import ABSENT
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.rules._bounded_dynamic import BOUNDED_OPS, FACT, BoundedDynamicOps
 
 # (function or method name) -> always data-dependent output shape
 ALWAYS_DYNAMIC = {"nonzero", "argwhere", "masked_select", "unique", "unique_consecutive"}
@@ -15,6 +17,7 @@ class DynamicShape(Rule):
     code = "RC005"
     name = "dynamic-shape"
     summary = "Data-dependent output shape (mask indexing, nonzero, unique, topk with a data k) in a traced region"
+    facts = (BoundedDynamicOps,)  # ops the file runs with bounded dynamic shapes (XLA_EXPERIMENTAL)
     doc = """
     ## What it does
     Flags operations whose output shape depends on tensor values: boolean-mask indexing
@@ -25,6 +28,15 @@ class DynamicShape(Rule):
     A bool-mask fill with a scalar (`x[pad] = 0`) costs only on torch_xla (`nonzero` on the
     host); under `torch.compile` it is one graph, so in a project that targets only
     torch.compile it is `info` (see Targets in the README).
+
+    `nonzero` and `masked_select` in a file that sets `XLA_EXPERIMENTAL` naming them
+    (`os.environ["XLA_EXPERIMENTAL"] = "nonzero:masked_select"`, `os.environ.setdefault`) or
+    requires it (an `assert` on it, `skipIf`/`skipUnless` on it; naming no op covers both)
+    are `info`: torch_xla 2.9 lowers exactly these two with a bounded dynamic shape under the
+    flag. Measured on PJRT CPU (`benchmarks/target_costs.py --only bounded`), `nonzero` over
+    four different counts: with the flag, programs for the first count only and none for the
+    other three; without it, a new program and an `aten::nonzero` CPU fallback for each.
+    Other ops stay warnings there.
 
     ## Why is this bad?
     A compiled program is keyed by input shapes. When a shape comes from data, every new
@@ -52,6 +64,31 @@ class DynamicShape(Rule):
     """
 
     VALID = [
+        Valid(  # info: the file runs nonzero with a bounded dynamic shape
+            """
+import os
+import torch
+
+os.environ["XLA_EXPERIMENTAL"] = "nonzero:masked_select"
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x).float(), x.masked_select(x > 0)
+"""
+        ),
+        Valid(  # info: the file requires the flag (naming no op: both bounded ops)
+            """
+import os
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.nonzero()
+
+if __name__ == "__main__":
+    assert os.environ["XLA_EXPERIMENTAL"] != ""
+"""
+        ),
         Valid(
             """
 import torch
@@ -78,6 +115,46 @@ class Net(torch.nn.Module):
         return x[x > 0]
 """,
             line=6,
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+os.environ.setdefault("XLA_EXPERIMENTAL", "masked_select")
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x)  # the flag bounds masked_select only here
+""",
+            line=9,
+        ),
+        Invalid(
+            """
+import os
+import unittest
+import torch
+
+@unittest.skipUnless("nonzero" in os.environ.get("XLA_EXPERIMENTAL", ""), "needs bounded nonzero")
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x), x.unique()  # unique: not bounded by the flag
+""",
+            line=9,
+        ),
+        Invalid(
+            """
+import os
+import torch
+
+os.environ["XLA_EXPERIMENTAL"] = "nonzero"
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x)
+""",
+            line=9,
+            severity="info",
         ),
         Invalid(
             """
@@ -248,7 +325,8 @@ class Merge(torch.nn.Module):
         if name in ALWAYS_DYNAMIC and (is_torch or method in T.TENSOR_ONLY_METHODS):
             operand = node.func.value if method else (args[0].value if args else None)
             self._report(node, f"`{name}` returns a tensor whose shape depends on the data", name,
-                         operand is not None and context.made_on_cpu(operand))
+                         operand is not None and context.made_on_cpu(operand),
+                         needs=(ABSENT + FACT + name,) if name in BOUNDED_OPS else ())
         elif name == "where" and is_torch and len(node.args) == 1:
             self.report(node, "one-argument `torch.where(cond)` returns indices: data-dependent shape",
                         subject="torch.where(cond)")
@@ -271,10 +349,10 @@ class Merge(torch.nn.Module):
                             subject="repeat_interleave")
 
 
-    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool, costs_on=()) -> None:
+    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool, costs_on=(), needs=()) -> None:
         """On a tensor made on the CPU the dynamic shape never reaches an XLA graph: info."""
         self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=subject,
-                    severity="info" if cpu else "warning", costs_on=costs_on)
+                    severity="info" if cpu else "warning", costs_on=costs_on, needs=needs)
 
 
 def _is_scalar(node: cst.BaseExpression, context) -> bool:

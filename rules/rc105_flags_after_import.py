@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import policy as P
+from detective.lint import tensors as T
 from detective.lint.rule import Invalid, Rule, Valid
 
 
@@ -21,6 +22,25 @@ READ_PER_USE = frozenset({
     "XLA_STABLEHLO_COMPILE", "XLA_AUTO_SPMD_MESH", "XLA_DYNAMO_INPUT_SHARDING_CHECK_THRESHOLD",
     "PT_XLA_DEBUG_FILE", "XLA_ALWAYS_ALLREDUCE",
 })
+
+
+# Calls that start a child process. A new interpreter (subprocess) or a `spawn`/`forkserver`
+# child imports torch_xla itself, after the parent's write: the flag takes effect there.
+SUBPROCESS_STARTS = frozenset(f"subprocess.{name}" for name in (
+    "run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput"))
+# -> position of start_method when given positionally (-1: keyword only). xmp.spawn passes
+# start_method (default "spawn") to torch.multiprocessing.get_context for its
+# ProcessPoolExecutor (torch_xla 2.9, _internal/pjrt.py run_multiprocess).
+SPAWNS = {
+    "torch_xla.distributed.xla_multiprocessing.spawn": 5,
+    "torch.multiprocessing.spawn": 5,
+    "torch.multiprocessing.start_processes": 5,
+}
+PROCESS_CLASSES = frozenset({"multiprocessing.Process", "torch.multiprocessing.Process",
+                             "multiprocessing.context.Process"})
+GET_CONTEXT = frozenset({"multiprocessing.get_context", "torch.multiprocessing.get_context"})
+SET_START_METHOD = frozenset({"multiprocessing.set_start_method", "torch.multiprocessing.set_start_method"})
+SET_UPS = frozenset({"setUp", "setUpClass"})
 
 
 class FlagsAfterImport(Rule):
@@ -45,6 +65,17 @@ class FlagsAfterImport(Rule):
     the runtime starts (`PJRT_DEVICE`, `XLA_IR_DEBUG`, ...) only once a torch_xla call has
     run before the write; flags torch_xla reads at every use (`XLA_STABLEHLO_COMPILE`,
     `PT_XLA_DEBUG_FILE`, ...) never.
+
+    A write that is for a child process is not flagged: the same function (or a unittest
+    `setUp`/`setUpClass` whose class's tests start it) then starts a new interpreter
+    (`subprocess.run`/`Popen`/...) or a `spawn`/`forkserver` child (`xmp.spawn` and
+    `torch.multiprocessing.spawn`, which use `spawn` unless given `start_method="fork"`:
+    torch_xla 2.9's `xmp.spawn` hands the method to `torch.multiprocessing.get_context` for
+    its process pool; `get_context("spawn").Process(...)`; `multiprocessing.Process` after
+    `set_start_method("spawn")`; a `.Process` on a context object the file does not show
+    being made). That child imports torch_xla after the write, so the flag takes effect
+    there. A forked child (`start_method="fork"`, `get_context("fork")`, a plain
+    `multiprocessing.Process` on Linux) inherits the parent's torch_xla import: still flagged.
 
     ## Why is this bad?
     torch_xla and the PJRT runtime read these variables once, at import or at the first
@@ -107,8 +138,84 @@ print(xr.global_runtime_device_count())
 os.environ["XLA_STABLEHLO_COMPILE"] = "1"  # read at every compile
 """
         ),
+        Valid(
+            """
+import multiprocessing
+import os
+import unittest
+import torch_xla
+
+context = multiprocessing.get_context("spawn")
+
+class ProfilerTest(unittest.TestCase):
+    def setUp(self):
+        # For the training child the test starts: it imports torch_xla after this.
+        os.environ["PT_XLA_DEBUG"] = "1"
+
+    def test_trace(self):
+        p = context.Process(target=train_worker)
+        p.start()
+        p.join()
+"""
+        ),
+        Valid(
+            """
+import os
+import subprocess
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+def launch(script):
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"
+    subprocess.run(["python", script], check=True)
+
+def main():
+    os.environ["LIBTPU_INIT_ARGS"] = "--xla_tpu_enable_latency_hiding_scheduler=true"
+    xmp.spawn(train)  # start_method="spawn": each child imports torch_xla afresh
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import os
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+def main():
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"
+    # A forked child inherits the parent's torch_xla import: the write is still too late.
+    xmp.spawn(train, start_method="fork")
+""",
+            line=6,
+        ),
+        Invalid(
+            """
+import multiprocessing
+import os
+import unittest
+import torch_xla
+
+class ProfilerTest(unittest.TestCase):
+    def setUp(self):
+        os.environ["PT_XLA_DEBUG"] = "1"
+
+    def test_trace(self):
+        p = multiprocessing.Process(target=train_worker)  # fork: the Linux default
+        p.start()
+""",
+            line=9,
+        ),
+        Invalid(
+            """
+import os
+import subprocess
+import torch_xla
+
+def run_twice(script):
+    subprocess.run(["python", script])
+    os.environ["XLA_FLAGS"] = "--xla_dump_to=/tmp/dump"  # after the child: for this process
+""",
+            line=8,
+        ),
         Invalid(
             """
 import os
@@ -141,7 +248,12 @@ if __name__ == "__main__":
         self._module_xla = False  # a module-level torch_xla import has run
         self._early_calls: set[str] = set()  # module-level calls before that import
         self._xla_scopes: set[str] = set()  # functions that imported torch_xla themselves
-        self._pending: list[tuple[cst.CSTNode, str, str, str]] = []
+        self._pending: list[tuple[cst.CSTNode, str, str, str, int, bool]] = []
+        # Fresh child processes started so far: (scope qualname, class qualname, walk order).
+        self._children: list[tuple[str, str | None, int]] = []
+        self._contexts: dict[str, str] = {}  # name -> start method of `name = get_context(m)`
+        self._default_method = "fork"  # multiprocessing's default on Linux (Python < 3.14)
+        self._order = 0
 
     def _imported(self, dotted: str) -> None:
         if dotted == "torch_xla" or dotted.startswith("torch_xla."):
@@ -160,12 +272,22 @@ if __name__ == "__main__":
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._write(node)
+        if (len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name)
+                and isinstance(node.value, cst.Call)
+                and self.context.resolve(node.value.func) in GET_CONTEXT):
+            self._contexts[node.targets[0].target.value] = _start_method(node.value, 0) or "default"
 
     def visit_Call(self, node: cst.Call) -> None:
         if len(self.context.functions) == 1 and not self._module_xla and isinstance(node.func, cst.Name):
             self._early_calls.add(node.func.value)
         self._write(node)
         dotted = self.context.resolve(node.func) or ""
+        if dotted in SET_START_METHOD:
+            self._default_method = _start_method(node, 0) or self._default_method
+        if self._starts_fresh_child(node, dotted):
+            self._order += 1
+            scope = self.context.scope
+            self._children.append((scope.qualname, scope.class_name, self._order))
         if dotted.startswith("torch_xla.") or P.xla_device_expr(node, self.context, set()):
             if len(self.context.functions) == 1:
                 self._module_runtime = True
@@ -184,20 +306,62 @@ if __name__ == "__main__":
             message = (f"`{key}` is set after torch_xla is imported: flags read at import or at runtime "
                        "start-up no longer take effect (and the compile environment differs from the one "
                        "the code states); set it before the first torch_xla import")
-            if len(self.context.functions) == 1:
-                if self._module_xla:
-                    self.report(anchor, message, subject=key)
-            elif scope in self._xla_scopes:
-                self.report(anchor, message, subject=key)
-            else:
-                self._pending.append((anchor, message, scope, key))
+            self._order += 1
+            if at_module and not self._module_xla:
+                continue  # torch_xla is not imported yet
+            # After an import this walk has seen, or (a function's write) after the module's.
+            imported = at_module or scope in self._xla_scopes
+            self._pending.append((anchor, message, scope, key, self._order, imported))
+
+    def _starts_fresh_child(self, node: cst.Call, dotted: str) -> bool:
+        """A new Python process that imports torch_xla itself after this point (not a fork,
+        which inherits the parent's torch_xla import and runtime)."""
+        if dotted in SUBPROCESS_STARTS:
+            return True  # a new interpreter
+        if dotted in SPAWNS:
+            return (_start_method(node, SPAWNS[dotted]) or "spawn") != "fork"
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "Process") and dotted not in PROCESS_CLASSES:
+            return False
+        if dotted in PROCESS_CLASSES:  # multiprocessing.Process: the platform's default method
+            return self._default_method != "fork"
+        receiver = func.value
+        if isinstance(receiver, cst.Call) and self.context.resolve(receiver.func) in GET_CONTEXT:
+            method = _start_method(receiver, 0) or self._default_method
+        elif isinstance(receiver, cst.Name) and not self.context.model.is_import_alias(receiver):
+            # A context object: `get_context("fork")` when the file says so, else (a context the
+            # file does not show being made) one chosen to differ from the fork default.
+            method = self._contexts.get(receiver.value, "spawn")
+            method = self._default_method if method == "default" else method
+        else:
+            return False  # psutil.Process(pid) and the like: no child
+        return method != "fork"
+
+    def _for_a_child(self, scope: str, order: int) -> bool:
+        """The write's function (or a unittest ``setUp``/``setUpClass`` whose class's tests do
+        it) then starts a fresh child process: the flag is for the child, which imports
+        torch_xla after it is set."""
+        info = self.context.model.scopes.get(scope)
+        set_up = info is not None and info.class_name and scope.rsplit(".", 1)[-1] in SET_UPS
+        return any(child_scope == scope and child_order > order
+                   or set_up and child_class == info.class_name
+                   for child_scope, child_class, child_order in self._children)
 
     def leave_Module(self, node: cst.Module) -> None:
-        if not self._module_xla:
-            return
-        for anchor, message, scope, key in self._pending:
-            if scope.split(".", 1)[0] not in self._early_calls:
+        for anchor, message, scope, key, order, imported in self._pending:
+            if self._for_a_child(scope, order):
+                continue
+            if imported or (self._module_xla and scope.split(".", 1)[0] not in self._early_calls):
                 self.report(anchor, message, scope=scope, subject=key)
+
+
+def _start_method(call: cst.Call, position: int) -> str | None:
+    """The literal start method a call names (``start_method=``/``method=`` or positional)."""
+    for index, arg in enumerate(call.args):
+        if (arg.keyword is not None and arg.keyword.value in ("start_method", "method")
+                or arg.keyword is None and index == position and position >= 0):
+            return T.literal_string(arg.value)
+    return None
 
 
 def _dotted(node) -> str:

@@ -27,7 +27,12 @@ class PythonConstantSlice(Rule):
     (`x[:, :self.step]`), the loop counter of a step loop (`x[:step + 1]`), `len()` of a
     Python sequence passed in (a parameter named like one: `batch_list`, `lengths`,
     `seqs`, ...: `torch.arange(len(batch_list))`), or a number read from
-    a tensor (`int(mask.sum())`), and names bound from those.
+    a tensor (`int(mask.sum())`), and names bound from those. A name bound from a
+    call taken for a tensor only on trust (`math.sqrt(area)` of `area = random.uniform(...)`,
+    a project helper) keeps that trust: the finding stands only if the helper returns a
+    tensor, unless the bound also has a reason that needs no trust (`.item()`). Likewise a
+    def nested in a function whose every call passes it such a value (a row of
+    `masks = np.zeros(...)`) takes it on the same trust, so NumPy work is not flagged.
 
     ## Why is this bad?
     A Python int in a slice or a size is a constant of the traced graph and decides
@@ -138,7 +143,9 @@ class MoE(torch.nn.Module):
         super().__init__(context)
         self._self_slices: list[tuple] = []  # node, attr, what, label, scope, class
         self._mutated: dict[int, set[str]] = {}  # id(class frame) -> attrs bumped outside __init__
-        self._varying: dict[str, set[str]] = {}  # scope -> names bound from per-call values
+        # scope -> names bound from per-call values -> the calls taken for tensors on the way
+        # (reported with a finding that rests on the name, so the cross-file pass can drop it)
+        self._varying: dict[str, dict[str, tuple[str, ...]]] = {}
         self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str]]]] = []
         self._outer_loops: list[list] = []
         self._stepping: set[int] = set()  # depths of loops whose body holds a step block
@@ -184,11 +191,14 @@ class MoE(torch.nn.Module):
         for target in node.targets:
             if isinstance(node.value, cst.BinaryOperation):
                 self._note_mutation(target.target)
+        assumed = self.context.model.infer.assumed
+        mark = len(assumed)
         why, _ = self._why(node.value)
         if why:
-            names = self._varying.setdefault(self.context.scope.qualname, set())
+            names = self._varying.setdefault(self.context.scope.qualname, {})
+            taken = tuple(assumed[mark:])
             for target in node.targets:
-                names |= _target_names(target.target)
+                names.update(dict.fromkeys(_target_names(target.target), taken))
 
     def _note_mutation(self, target) -> None:
         cls = self.context.cls
@@ -267,23 +277,46 @@ class MoE(torch.nn.Module):
         return None
 
     def _why(self, expr) -> tuple[str | None, str]:
-        """Why ``expr`` varies between calls, and the name quoted in that reason."""
-        context = self.context
-        frame = context.function
-        varying = self._varying.get(context.scope.qualname, set())
+        """Why ``expr`` varies between calls, and the name quoted in that reason.
+
+        A reason that rests on calls taken for tensors on trust (``math.ceil(n)``) leaves
+        them in the inference's assumptions, for the finding to carry; a reason that rests
+        on nothing (``.item()``, ``len(lengths)``) is preferred when the expression has both."""
+        assumed = self.context.model.infer.assumed
+        mark = len(assumed)
+        trusting: tuple[tuple[str, str], list[str]] | None = None
         for sub in _walk(expr):
-            if isinstance(sub, cst.Name) and sub.value in varying:
-                return f"`{sub.value}`", sub.value
-            if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Name) and sub.func.value == "len" \
-                    and len(sub.args) == 1 and isinstance(sub.args[0].value, cst.Name):
-                arg = sub.args[0].value.value
-                # Only names that say they are Python sequences: len() of a tensor is its
-                # static first dimension, and an unannotated parameter may be either.
-                if arg in frame.data_names and arg.lower().endswith(SEQUENCE_SUFFIXES):
-                    return f"`len({arg})` of a Python sequence passed in", f"len({arg})"
-            if isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
-                return "a value read from a tensor on the host", ""
-        return None, ""
+            before = len(assumed)
+            reason = self._reason(sub)
+            taken = assumed[before:]
+            del assumed[before:]
+            if reason is None:
+                continue
+            if not taken:
+                return reason
+            if trusting is None:
+                trusting = (reason, taken)
+        if trusting is None:
+            return None, ""
+        assumed[mark:] = trusting[1]
+        return trusting[0]
+
+    def _reason(self, sub) -> tuple[str, str] | None:
+        context = self.context
+        varying = self._varying.get(context.scope.qualname, {})
+        if isinstance(sub, cst.Name) and sub.value in varying:
+            context.model.infer.assumed.extend(varying[sub.value])
+            return f"`{sub.value}`", sub.value
+        if isinstance(sub, cst.Call) and isinstance(sub.func, cst.Name) and sub.func.value == "len" \
+                and len(sub.args) == 1 and isinstance(sub.args[0].value, cst.Name):
+            arg = sub.args[0].value.value
+            # Only names that say they are Python sequences: len() of a tensor is its
+            # static first dimension, and an unannotated parameter may be either.
+            if arg in context.function.data_names and arg.lower().endswith(SEQUENCE_SUFFIXES):
+                return f"`len({arg})` of a Python sequence passed in", f"len({arg})"
+        if isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
+            return "a value read from a tensor on the host", ""
+        return None
 
     def leave_ClassDef(self, node) -> None:
         cls = self.context.class_stack[-1]

@@ -7,6 +7,7 @@ Importable as ``helpers`` from every test module (``pythonpath = ["tests"]``, wi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -19,6 +20,14 @@ MOE = EXAMPLES / "moe"
 RUNTIME_SCRIPTS = REPO / "tests" / "runtime" / "scripts"
 REPORT_SCRIPTS = REPO / "tests" / "report" / "scripts"
 PAIRS = ["seq_len", "counter_slice", "item_in_step", "optional_key", "grad_accum"]  # examples/storms/<pair>_{broken,fixed}.py
+
+
+def target_costs(tmp_path: Path, *args: str) -> dict:
+    """``benchmarks/target_costs.py ARGS --json``, run for real on PJRT CPU: the measured costs."""
+    out = tmp_path / "target_costs.json"
+    subprocess.run([sys.executable, str(REPO / "benchmarks" / "target_costs.py"), *args, "--json", str(out)],
+                   check=True, env={**os.environ, "PJRT_DEVICE": "CPU"}, capture_output=True, timeout=300)
+    return json.loads(out.read_text())
 
 
 def detective(*args: str, cwd: Path | None = None, timeout: float = 300, env: dict | None = None,

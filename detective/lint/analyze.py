@@ -101,6 +101,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     # cross-file pass links only the project's methods named m that can take them.
     kinds: dict[tuple[str, str], str] = {}
     shapes: dict[tuple[str, str], dict[str, None]] = {}
+    guards: dict[tuple[str, str], set[str]] = {}  # the guards every such call is under
+    guarded = context.guards.guarded_calls
     for item in regions.items:
         if item.kind != "call":
             continue
@@ -111,8 +113,11 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 kinds[key] = kind
             if target.startswith("self.") and target.count(".") == 2:
                 shapes.setdefault(key, {})[call_shape(item.payload[1])] = None
+            entries = set(guarded.get(id(item.payload[1]), ()))
+            guards[key] = guards[key] & entries if key in guards else entries
     for (scope, target), kind in kinds.items():
-        summary.scopes[scope].calls.append(CallRef(target, kind, "/".join(shapes.get((scope, target), ()))))
+        summary.scopes[scope].calls.append(CallRef(target, kind, "/".join(shapes.get((scope, target), ())),
+                                                   guard=min(guards.get((scope, target)) or [""])))
     for scope, target in regions.step_closures:
         resolved = _resolve_local(model, target, scope)
         if resolved and resolved.startswith("#") and resolved[1:] in summary.scopes:
@@ -124,7 +129,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.compile_targets.append((scope, CallRef(target), reason))
 
     for item in candidates:
-        code, message, node, extras, subject, assumes, severity, guarded, (costs_on, needs) = item.payload
+        code, message, node, extras, subject, assumes, severity, (guarded, rests_on), (costs_on, needs) = item.payload
         line, column = where(node)
         fix, title, after = (), "", ()
         if extras is not None:
@@ -145,13 +150,22 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
         summary.candidates.append(Candidate(code, message, line, column, item.scope, fix=fix,
                                             fix_title=title if fix else "", after_calls=after,
                                             subject=subject, assumes=trusted, severity=severity,
-                                            guarded_by=guarded, costs_on=costs_on, needs=needs))
+                                            guarded_by=guarded, rests_on=rests_on, costs_on=costs_on,
+                                            needs=needs))
     guards = context.guards
     summary.keyword_passes = {name: "".join(sorted(kinds)) for name, kinds in guards.keyword_passes.items()}
+    summary.forwards = sorted(guards.forwards)
+    summary.attr_kinds = {name: "".join(sorted(kinds)) for name, kinds in guards.attr_kinds.items()}
+    summary.attr_params = sorted(guards.attr_params)
+    summary.setters_called = sorted(guards.setters_called)
     # Deduplicated, and interned so that the pickled cache stores each string once.
     summary.positional_passes = list(dict.fromkeys(
         (sys.intern(scope), sys.intern(target), sys.intern(places))
         for scope, call, places in guards.positional_passes if (target := _resolve_local(model, call, scope))))
+    entrances = context.entrances
+    summary.value_refs = entrances.value_refs(model.classes)
+    summary.cuda_built = [(scope, resolved) for scope, target in entrances.cuda_built()
+                          if (resolved := _resolve_local(model, target, scope))]
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

@@ -13,6 +13,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.api_names import SYNCING_LOADERS, XLA_COMPILE_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
+from detective.lint.walker import walk
 
 
 class Bindings:
@@ -36,6 +37,33 @@ class Bindings:
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names)):
             (names.add if flag else names.discard)(name)
+
+    def bind_params_from_call_sites(self, outer: cst.FunctionDef, node: cst.FunctionDef, frame) -> None:
+        """A def nested in a function takes, for each parameter, what the enclosing function
+        passes at every call to it when each of those is a tensor only on trust (``masks =
+        np.zeros(...)``; ``mask = masks[i]``; ``_mask(mask)``): the parameter is that tensor
+        with the same assumptions, so a finding on it stands only if one holds (NumPy's do
+        not). Read at the def, with the enclosing function's bindings at that point."""
+        params = [p for p in (*node.params.posonly_params, *node.params.params) if p.annotation is None]
+        if not params:
+            return
+        calls = _calls_to(outer.body, node.name.value, node)
+        if not calls:
+            return
+        infer = self.infer
+        for index, param in enumerate(params):
+            name = param.name.value
+            taken: list[str] = []
+            for call in calls:
+                arg = _argument(call, index, name)
+                infer.assumed.clear()
+                if arg is None or not infer.is_tensor(arg) or not infer.assumed:
+                    break  # not passed, no tensor, or a tensor on its own evidence: as before
+                taken += infer.assumed
+            else:
+                frame.tensor_names.add(name)
+                frame.assumed_names[name] = tuple(dict.fromkeys(taken))
+        infer.assumed.clear()
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) \
@@ -265,3 +293,31 @@ def _is_python_value(value: cst.BaseExpression, infer) -> bool:
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
         return True
     return infer.is_host_value(value)
+
+
+def _calls_to(body: cst.CSTNode, name: str, skip: cst.FunctionDef) -> list[cst.Call]:
+    """Calls ``name(...)`` in a function body, outside the def ``skip`` itself."""
+    calls = []
+
+    def on_visit(node) -> bool:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
+            calls.append(node)
+        return node is not skip
+
+    walk(body, on_visit, lambda node: None)
+    return calls
+
+
+def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    """The argument a call passes to parameter ``index``/``name`` (None when not plainly)."""
+    positional = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if positional == index:
+                return arg.value
+            positional += 1
+        elif arg.keyword.value == name:
+            return arg.value
+    return None

@@ -63,6 +63,9 @@ class Project(ClassHierarchy):
         self._graph: tuple[dict, dict] | None = None
         self._cuda: set[Node] = set()  # scopes that need CUDA, and what the roots reach without them
         self._cuda_free: set[Node] | None = None
+        # (summary, scope, guard) -> the guard never holds in the repository, so a call made
+        # under it traces nothing (set by the engine; see detective.lint.arg_facts)
+        self.guard_dead = None
 
     # ------------------------------------------------------------------ resolution
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
@@ -185,6 +188,7 @@ class Project(ClassHierarchy):
         callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it whenever they run
         dead_callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it on an error path
         registrations = []
+        class_roots: dict[Node, Node] = {}  # roots only because their class is a module/Function
         for summary in self.files.values():
             path = summary.path
             memo: dict[tuple[str, str | None], Node | None] = {}  # a file calls the same names often
@@ -204,7 +208,8 @@ class Project(ClassHierarchy):
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         edges.add_edge(node, callee)
-                        if call.kind:
+                        if call.kind or (call.guard and self.guard_dead is not None
+                                         and self.guard_dead(summary, qualname, call.guard)):
                             untraced.add((node, callee))  # once / dead: the callee is not traced
                         else:
                             traced.add((node, callee))
@@ -237,7 +242,9 @@ class Project(ClassHierarchy):
                     scope = summary.scopes.get(name)
                     if scope is not None and "cuda-graph" not in scope.tags:
                         owner = "nn.Module." if kind == "module" else "autograd.Function."
-                        roots.setdefault((path, name), owner + method + guessed)
+                        if (path, name) not in roots:
+                            roots[(path, name)] = owner + method + guessed
+                            class_roots[(path, name)] = cls
         memo: dict[Node, bool] = {}
         for summary, scope_name, ref, reason in registrations:
             # A hook or compile target registered only on error paths (NanDetector built in
@@ -248,6 +255,8 @@ class Project(ClassHierarchy):
             target = self.resolve(ref.target, summary, class_name)
             if target is not None:
                 roots.setdefault(target, reason)
+                class_roots.pop(target, None)  # also compiled or hooked by name
+        self.class_roots = class_roots
         self._untraced = untraced - traced
         self._graph = (edges, roots)
         return self._graph

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,7 +11,7 @@ from detective.lint.model import DEFAULT_MIN_SEVERITY, SEVERITIES
 from detective.lint.project_facts import TARGETS
 
 OPTIONS = {"select", "ignore", "exclude", "per-file-ignores", "roots", "gate", "guess-modules",
-           "min-severity", "targets"}
+           "min-severity", "targets", "torch-version"}
 
 
 class ConfigError(Exception):
@@ -32,6 +33,9 @@ class Config:
     # Backends the project runs on ("xla", "compile"); empty: found in the sources (see
     # detective.lint.project_facts).
     targets: list[str] = field(default_factory=list)
+    # The torch the project runs ("2.12"); "": the installed torch's (see
+    # detective.lint.project_facts: costs recorded only from some torch on).
+    torch_version: str = ""
     base: Path = field(default_factory=Path.cwd)  # patterns are relative to this
     source: Path | None = None
     raw: dict = field(default_factory=dict)  # the whole table, for other commands (gate)
@@ -93,8 +97,14 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
                                     or not all(isinstance(t, str) and t in TARGETS for t in targets)):
         raise ConfigError(f"{path}: [tool.detective] targets must be a non-empty list of "
                           f"{', '.join(repr(t) for t in TARGETS)} (got {targets!r})")
+    torch_version = normalised.get("torch-version", "")
+    if "torch-version" in normalised and not (isinstance(torch_version, str)
+                                              and re.fullmatch(r"\d+\.\d+(\.\d+)?", torch_version)):
+        raise ConfigError(f"{path}: [tool.detective] torch-version must be a quoted version like \"2.12\" "
+                          f"(got {torch_version!r})")
     return Config(
         targets=list(dict.fromkeys(targets)),
+        torch_version=".".join(torch_version.split(".")[:2]),
         guess_modules=guess,
         min_severity=min_severity,
         select=strings("select") or ["ALL"],

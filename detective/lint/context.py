@@ -26,6 +26,7 @@ from detective.lint.regions import Regions
 from detective.lint.semantic import SemanticModel
 from detective.lint.walker import SKIP_CHILDREN, dispatch_tables, walk
 from detective.lint.cuda_only import CudaScopes
+from detective.lint.entrance_facts import EntranceFacts
 from detective.lint.param_guards import ParamGuards
 
 
@@ -61,8 +62,11 @@ class Context:
         self.rules = [rule_class(self) for rule_class in rule_classes]
         # visit: model, regions, guards, cuda, facts, rules; leave: the reverse.
         cuda = CudaScopes(model)
-        self._visit, _ = dispatch_tables([model, regions, guards, cuda, *self.facts.values(), *self.rules])
-        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), cuda, guards, regions, model])
+        entrances = self.entrances = EntranceFacts(model)
+        self._visit, _ = dispatch_tables([model, regions, guards, cuda, entrances, *self.facts.values(),
+                                          *self.rules])
+        _, self._leave = dispatch_tables([*self.rules, *self.facts.values(), entrances, cuda, guards,
+                                          regions, model])
 
     @property
     def function(self):
@@ -85,11 +89,12 @@ class Context:
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
         guarded = self.guards.guarded_by() if self.guards.active else ()
+        rests_on = self.model.infer.rests_on.pop(id(node), ()) if self.model.infer.rests_on else ()
         if self.regions.cuda_depth:
             severity = "info"
             message += (" (in a flash-attention branch, which needs the CUDA flash_attn package: "
                         "not on an XLA host, but real on a GPU)")
-        self.regions.report((code, message, node, extras, subject, assumes, severity, guarded, project),
+        self.regions.report((code, message, node, extras, subject, assumes, severity, (guarded, rests_on), project),
                             scope, at_index)
 
     # ------------------------------------------------------------------ the walk

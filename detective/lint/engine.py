@@ -16,10 +16,12 @@ from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
+from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
 from detective.lint.model import ChainLink, FileSummary, Finding, at_least
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
+from detective.lint.arg_facts import ArgFacts
 from detective.lint.xla_params import none_on_xla
 
 PARALLEL_THRESHOLD = 24  # below this a process pool costs more than it saves
@@ -219,7 +221,8 @@ def _result_key(files, context_files, config: Config, enabled: set[str], cache: 
     read: dict[Path, tuple] = {}
     digest = hashlib.blake2b(digest_size=16)
     settings = (cache.file.name, sorted(enabled), sorted(config.per_file_ignores.items()),
-                str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets, whole)
+                str(config.base), os.getcwd(), len(files), config.guess_modules, config.targets, whole,
+                config.torch_version)
     digest.update(repr(settings).encode())
     for path in [*files, *context_files]:
         facts = file_facts(path)
@@ -244,8 +247,19 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
     project = Project(summaries, environment if environment is not None else Environment(),
                       guess_modules=config.guess_modules)
     rules = rules_by_code()
-    facts = project_facts(summaries, config.targets, whole)
-    reach = xla_nones = None
+    installed = "" if config.torch_version else project.environment.installed_version("torch")
+    facts = project_facts(summaries, config.targets, whole,
+                          (config.torch_version, "configured") if config.torch_version
+                          else (installed, "installed") if installed else ("", ""))
+    reach = xla_nones = eager = None
+    args: ArgFacts | None = None
+
+    def arg_facts() -> ArgFacts:
+        nonlocal args
+        args = args or ArgFacts(project)
+        return args
+
+    project.guard_dead = lambda summary, scope, guard: bool(arg_facts().dead_entry(summary, scope, guard))
     findings = []
     for summary in summaries:
         if report is not None and summary.path not in report:
@@ -260,14 +274,20 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             rule = rules[candidate.code]
             if candidate.assumes and not _assumptions_hold(project, summary, candidate):
                 continue
-            if candidate.guarded_by:  # under `if P is not None:` with P None on XLA across calls
-                if xla_nones is None:
-                    xla_nones = none_on_xla(project)
-                if xla_nones.intersection(candidate.guarded_by):
-                    continue
+            dead = ""  # what the project's calls pass says the match never runs or reads no tensor
+            if candidate.guarded_by or candidate.rests_on:
+                if candidate.guarded_by:  # under `if P is not None:` with P None on XLA across calls
+                    if xla_nones is None:
+                        xla_nones = none_on_xla(project)
+                    if xla_nones.intersection(g.rstrip("+") for g in candidate.guarded_by):
+                        continue
+                dead = (arg_facts().dead_guard(summary, candidate) if candidate.guarded_by else "") \
+                    or arg_facts().python_valued(summary, candidate)
             chain: tuple[ChainLink, ...] = ()
-            severity, note = facts.weigh(candidate)  # the project's targets and facts
-            message = candidate.message + note
+            severity, note = facts.weigh(candidate, rule.measured_below, summary.facts)  # project, file facts
+            message = candidate.message + note + dead
+            if dead:
+                severity = "info"
             if rule.applies_to == "region":
                 reach = reach or project.reach()
                 path = reach.paths.get((summary.path, candidate.scope))
@@ -284,6 +304,12 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     severity = "info"
                     message += (f" (only reached through {_describe(project, via).function}, which needs "
                                 f"CUDA: not on an XLA host, but real under torch.compile on a GPU)")
+                elif severity == "warning":  # roots entered only from eager code (lint/entrances.py)
+                    eager = eager or EagerRoots(project, facts.targets)
+                    why = eager.via(path)
+                    if why is not None:
+                        severity = "info"
+                        message += f" ({why})"
             elif rule.applies_to == "xla-code":
                 if not project.is_xla_code(summary.path, candidate.scope):
                     continue

@@ -27,7 +27,9 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import importlib.metadata
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
@@ -114,6 +116,21 @@ class Environment:
         except OSError:
             return ()
         return (found[0], found[1], stat.st_mtime_ns, stat.st_size)
+
+    def installed_version(self, distribution: str) -> str:
+        """``major.minor`` of an installed distribution (``"2.9"`` for torch ``2.9.0+cpu``),
+        read from its metadata on this search path without importing it; "" when it is not
+        installed or has no readable version. The top-level module is looked up too, so an
+        upgrade (its ``__init__.py`` rewritten) invalidates cached answers like any lookup."""
+        self.module_file(distribution)
+        try:
+            found = next(iter(importlib.metadata.distributions(
+                name=distribution, path=self.search_path if self.search_path is not None else sys.path)), None)
+            version = found.version if found is not None else ""
+        except (OSError, ValueError):
+            return ""
+        match = re.match(r"(\d+)\.(\d+)", version or "")
+        return f"{match[1]}.{match[2]}" if match else ""
 
     # ------------------------------------------------------------------ files
     def module_file(self, dotted: str) -> tuple[Path, bool] | None:

@@ -69,6 +69,12 @@ class TensorInference:
         # project's own helpers, whose return summaries are only known across files.
         self.assumed: list[str] = []
         self.params_on_cpu = False  # while summarising a return: parameters count as CPU tensors
+        # Parameters taken for tensors by guess alone (forward(self, normalize, x)) that a truth
+        # test read, by the test's node id: the finding stands unless the project passes them
+        # only Python values (see detective.lint.arg_facts).
+        self.rests_on: dict[int, tuple[str, ...]] = {}
+        self._guessed: list[str] | None = None  # collecting while a truth test is read
+        self._unguessed = False  # asking again with guessed parameters taken for no tensor
 
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         return param_is_tensor(param, is_forward=is_forward)
@@ -104,6 +110,10 @@ class TensorInference:
             function = model.function
             if node.value not in function.tensor_names:
                 return False
+            if self._guessed is not None and node.value in function.guessed_names:
+                if self._unguessed:
+                    return False
+                self._guessed.append(node.value)
             trusted = function.assumed_names.get(node.value)
             if trusted:
                 self.assumed.extend(trusted)
@@ -275,13 +285,33 @@ class TensorInference:
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
         ``dead`` (ids of nodes never evaluated on XLA, e.g. after ``is_xla_tensor(x) or``)
-        do not count."""
+        do not count. When the answer rests on parameters taken for tensors by guess alone,
+        they are left in ``rests_on[id(node)]``."""
+        if self._guessed is not None:  # nested (a rule asking about a part): no second look
+            return self._reads_value(node, dead)
+        self._guessed = []
+        try:
+            if not self._reads_value(node, dead):
+                return False
+            if self._guessed:  # ask again without them: does anything else read a tensor?
+                mark = len(self.assumed)
+                self._unguessed = True
+                alone = not self._reads_value(node, dead)
+                del self.assumed[mark:]
+                if alone:
+                    self.rests_on[id(node)] = tuple(dict.fromkeys(self._guessed))
+            return True
+        finally:
+            self._guessed = None
+            self._unguessed = False
+
+    def _reads_value(self, node: cst.BaseExpression, dead) -> bool:
         if id(node) in dead:
             return False
         if isinstance(node, cst.BooleanOperation):
-            return self.reads_tensor_value(node.left, dead) or self.reads_tensor_value(node.right, dead)
+            return self._reads_value(node.left, dead) or self._reads_value(node.right, dead)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            return self.reads_tensor_value(node.expression, dead)
+            return self._reads_value(node.expression, dead)
         return self.is_tensor(node)
 
     def is_host_value(self, node: cst.BaseExpression) -> bool:

@@ -50,7 +50,11 @@ class Candidate:
     severity: str = "warning"  # see SEVERITIES
     # Parameters (default None) whose `is not None` test guards the match: it never runs on
     # XLA when one of them is None there across calls (see detective.lint.xla_params).
+    # entries "P" (P must not be None) and "P+" (P must be true); see detective.lint.arg_facts.
     guarded_by: tuple[str, ...] = ()
+    # Parameters taken for tensors by guess alone that the match reads (`x if normalize
+    # else y`): it stands unless the project passes them only Python values (arg_facts).
+    rests_on: tuple[str, ...] = ()
     # Project-level conditions, decided across files (detective.lint.project_facts): the
     # backends ("xla", "compile") where the match costs anything (empty: every one), and
     # project facts of which one must hold for a warning ("optional-key:mask"). Failing
@@ -74,6 +78,9 @@ class CallRef:
     # callee traced; a hook registered by a scope that only "dead" calls reach is no root.
     kind: str = ""
     shapes: str = ""  # self.x.m(...): its calls' argument shapes (see detective.lint.signatures)
+    # A guard every such call is under ("self.mini_batches+", "mask"): the callee is not
+    # traced through it where no call the project makes can satisfy it (arg_facts).
+    guard: str = ""
 
 
 @dataclass
@@ -96,7 +103,10 @@ class Scope:
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
     none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)
-    signature: str = ""  # a method's parameters (see detective.lint.signatures)
+    signature: str = ""  # a function's parameters (see detective.lint.signatures)
+    # Defaults other than None by kind: "z" a false literal, "l" another literal, "o" anything
+    # else (see detective.lint.arg_facts).
+    defaults: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +144,17 @@ class FileSummary:
     # value, and (scope, call target, kinds by place) for positional arguments.
     keyword_passes: dict[str, str] = field(default_factory=dict)
     positional_passes: list[tuple[str, str, str]] = field(default_factory=list)
+    forwards: list[tuple[str, str]] = field(default_factory=list)  # (scope, P) passing its P on as P=P
+    # What `x.A = v` assigns, by attribute name; `self.A = P` from a parameter defaulting to
+    # None/false (scope, A, P); set_* methods this file calls (see detective.lint.arg_facts).
+    attr_kinds: dict[str, str] = field(default_factory=dict)
+    attr_params: list[tuple[str, str, str]] = field(default_factory=list)
+    setters_called: list[str] = field(default_factory=list)
+    # Where classes may be entered (see detective.lint.entrances): names used as values
+    # (a registry, an argument, a base: entrances the call graph cannot see), and
+    # (scope, call target) pairs whose every construction there is moved straight to CUDA.
+    value_refs: list[str] = field(default_factory=list)
+    cuda_built: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -152,11 +173,15 @@ class FileSummary:
         summary.classes = {k: ClassInfo(**v) for k, v in data["classes"].items()}
         summary.compile_targets = [(s, CallRef(**r), why) for s, r, why in data["compile_targets"]]
         summary.positional_passes = [tuple(p) for p in data.get("positional_passes", ())]
+        summary.forwards = [tuple(p) for p in data.get("forwards", ())]
+        summary.attr_params = [tuple(p) for p in data.get("attr_params", ())]
+        summary.cuda_built = [tuple(p) for p in data.get("cuda_built", ())]
         summary.candidates = [
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
                          "after_calls": tuple(c.get("after_calls", ())),
                          "assumes": tuple(c.get("assumes", ())),
                          "guarded_by": tuple(c.get("guarded_by", ())),
+                         "rests_on": tuple(c.get("rests_on", ())),
                          "costs_on": tuple(c.get("costs_on", ())), "needs": tuple(c.get("needs", ()))})
             for c in data["candidates"]
         ]

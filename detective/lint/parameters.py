@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint.walker import SKIP_CHILDREN, dispatch_tables, walk
+
 NON_TENSOR_ANNOTATIONS = frozenset({
     "int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "set", "Dict", "List", "Tuple",
     "Set", "Mapping", "MutableMapping", "Sequence", "Iterable", "Callable", "Any", "Module",
@@ -100,7 +102,7 @@ def annotation_is_plain(node: cst.BaseExpression | None) -> bool:
 PYTHON_TYPES = frozenset({"bool", "int", "float", "str"})
 
 
-class PythonValueEvidence(cst.CSTVisitor):
+class PythonValueEvidence:
     """Names a class's own code shows to hold Python values, whatever their parameter's
     name suggests: compared with a string (``layer_results == "end"`` in a helper that
     ``forward`` passes it to), checked against Python types only (``isinstance(p, bool)``),
@@ -110,7 +112,6 @@ class PythonValueEvidence(cst.CSTVisitor):
     Keyed on the name within one class, like the class's attributes."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.names: set[str] = set()
         # Per enclosing def: is its first parameter ctx? its parameters' names (evidence is
         # on a parameter only: ``for k in sd: if k == "w"`` says nothing of forward's ``k``).
@@ -158,8 +159,25 @@ class PythonValueEvidence(cst.CSTVisitor):
             self._note(node.value)
 
 
+# Node type name -> PythonValueEvidence methods (unbound): built once, used per class.
+_EVIDENCE_VISIT, _EVIDENCE_LEAVE = ({name: [fn.__func__ for fn in fns] for name, fns in table.items()}
+                                    for table in dispatch_tables([PythonValueEvidence()]))
+
+
 def python_valued_names(body: cst.CSTNode) -> frozenset[str]:
-    """The names :class:`PythonValueEvidence` finds in ``body`` (a class)."""
+    """The names :class:`PythonValueEvidence` finds in ``body`` (a class). Walked with the
+    linter's own walker (no libcst re-validation, no tokens): this scan runs per class."""
     finder = PythonValueEvidence()
-    body.visit(finder)
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        name = type(node).__name__
+        for fn in _EVIDENCE_VISIT.get(name, ()):
+            fn(finder, node)
+        return name not in SKIP_CHILDREN
+
+    def on_leave(node: cst.CSTNode) -> None:
+        for fn in _EVIDENCE_LEAVE.get(type(node).__name__, ()):
+            fn(finder, node)
+
+    walk(body, on_visit, on_leave)
     return frozenset(finder.names)

@@ -9,7 +9,8 @@ Calls and candidates recorded while the walk is inside a loop wait in its
 claimed by the region's scope, the rest go to the enclosing region or the function.
 
 Compile targets passed by name (``torch_xla.compile(step_fn)``) are recorded too; whether
-any scope is traced is decided across files in :mod:`detective.lint.callgraph`.
+any scope is traced is decided across files in :mod:`detective.lint.callgraph`. Branch
+sides that never run traced on XLA are the mixin :mod:`detective.lint.never_traced`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
 from detective.lint.semantic import dotted_name
-from detective.lint.xla_branches import (bound_names, cuda_sense, dotted_tail, lazy_init_test, set_to_none,
-                                         xla_sense)
+from detective.lint.never_traced import NeverTraced, block_statements
+from detective.lint.xla_branches import bound_names, dotted_tail
 
 SYNC_CALLS = frozenset(
     {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
@@ -68,11 +69,7 @@ class RegionFrame:
     items: list[Item] = field(default_factory=list)
 
 
-def block_statements(body: cst.BaseSuite):
-    return body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
-
-
-class Regions:
+class Regions(NeverTraced):
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
         self.items: list[Item] = []
@@ -86,21 +83,7 @@ class Regions:
         self.frames: list[list[RegionFrame]] = [[]]  # per function on the walk's stack
         self._loop_counts: list[int] = [0]
         self._step_withs: set[int] = set()
-        # Blocks on the walk's path: [statement index map, current index, index of a sync,
-        # rest of the block dead (after an XLA early return)].
-        self._blocks: list[list] = [[{}, -1, None, False]]
-        self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
-        self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
-        self.once_depth = 0
-        self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
-        # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
-        # for the rest of that block, until it is bound again)
-        self._none_on_xla: dict[str, list] = {}
-        self.dead_depth = 0
-        # Sides of flash-attention tests (`if ..._attn_implementation == "flash_attention_2":`):
-        # they run only with the CUDA flash_attn package; what they read is reported as info.
-        self.cuda: set[int] = set()
-        self.cuda_depth = 0
+        self._init_never_traced()
 
     # ------------------------------------------------------------------ queries
     def current(self) -> RegionFrame | None:
@@ -112,11 +95,6 @@ class Regions:
         """Is the walk on a statement after a sync in the same block (or an enclosing one)?
         A value read there was materialised by the sync: no new graph is cut."""
         return any(b[2] is not None and b[1] > b[2] for b in self._blocks)
-
-    def silenced(self) -> bool:
-        """Code that never runs traced on XLA: an XLA-unreachable branch, one-time lazy
-        initialisation, a lambda handed to ``xm.add_step_closure``."""
-        return self.dead_depth > 0
 
     @staticmethod
     def is_step(region: RegionFrame) -> bool:
@@ -177,126 +155,16 @@ class Regions:
         assert not self.frames.pop()
         self._loop_counts.pop()
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        # A block that ends in `raise` is an error path: what it reads runs once, failing.
-        failing = _ends_in_exit(node, raise_only=True)
-        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing])
-        if failing:
-            self.dead_depth += 1
-
-    def visit_Assert(self, node: cst.Assert) -> None:
-        if node.msg is not None:
-            self.dead.add(id(node.msg))  # assert ok, f"{x.tolist()}": only when failing
-
-    def visit_Raise(self, node: cst.Raise) -> None:
-        if node.exc is not None:
-            self.dead.add(id(node.exc))
-
-    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        if self._blocks.pop()[3]:
-            self.dead_depth -= 1
-
-    def untrack(self, node: cst.CSTNode) -> None:
-        """Called on leaving every node while some node is marked dead or CUDA-only."""
-        if id(node) in self.dead:
-            self.dead_depth -= 1
-            if id(node) in self.once:
-                self.once_depth -= 1
-        if id(node) in self.cuda:
-            self.cuda_depth -= 1
-
-    def call_kind(self) -> str:
-        """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
-        (never on XLA, or only on an error path). Only "" calls carry a traced region on."""
-        if not self.dead_depth:
-            return ""
-        return "once" if self.dead_depth == self.once_depth else "dead"
-
-    def visit_If(self, node: cst.If) -> None:
-        sense = self.sense(node.test)
-        if sense < 0:
-            self.dead.add(id(node.body))
-            if lazy_init_test(node.test):
-                self.once.add(id(node.body))
-        elif sense > 0 and node.orelse is not None:
-            self.dead.add(id(node.orelse))
-        self._mark_cuda(node.test, node.body, node.orelse)
-        self._mark_short_circuit(node.test)
-
-    def _mark_cuda(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
-        """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it)."""
-        sense = cuda_sense(test, self.model.resolve)
-        if sense > 0:
-            self.cuda.add(id(body))
-        elif sense < 0 and orelse is not None:
-            self.cuda.add(id(orelse))
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) \
-                and cuda_sense(test.left, self.model.resolve) > 0:
-            self.cuda.add(id(test.right))  # is_flash_attn_2_available() and mask.any()
-
-    def leave_If(self, node: cst.If) -> None:
-        sense = self.sense(node.test)
-        taken = node.body if sense > 0 else (node.orelse.body if sense < 0 and isinstance(node.orelse, cst.Else)
-                                             else None)
-        if taken is not None:
-            for name in set_to_none(taken):
-                self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
-        # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
-        if node.orelse is None and self.sense(node.test) > 0 and _ends_in_exit(node.body):
-            block = self._blocks[-1]
-            if not block[3]:
-                block[3] = True
-                self.dead_depth += 1
-
-    def visit_IfExp(self, node: cst.IfExp) -> None:
-        sense = self.sense(node.test)
-        if sense:
-            self.dead.add(id(node.body if sense < 0 else node.orelse))
-        self._mark_cuda(node.test, node.body, node.orelse)
-        self._mark_short_circuit(node.test)
-
     def visit_While(self, node: cst.While) -> None:
         self._push(node, node.body, False)
         self._mark_short_circuit(node.test)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            for name in bound_names(target.target):
-                self._none_on_xla.pop(name, None)
         if isinstance(node.value, cst.Call) and len(node.targets) == 1:
             handle = _plain_name(node.targets[0].target)
             if handle:
                 self._handles[id(node.value)] = handle  # h = m.register_forward_pre_hook(fn)
-        # is_tpu = x.device.type == "xla"; self.xla = is_xla_tensor(x)
-        if self.dead_depth:
-            return  # a binding that never runs on XLA does not change what the name holds there
-        sense = self.sense(node.value)
-        for target in node.targets:
-            if isinstance(target.target, cst.Name):
-                if sense:
-                    self._xla_names[target.target.value] = sense
-                else:
-                    self._xla_names.pop(target.target.value, None)
-
-    def _mark_short_circuit(self, test: cst.BaseExpression) -> None:
-        """``is_xla_tensor(x) or m.any()``: the right side never runs on XLA."""
-        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            test = test.expression
-        if isinstance(test, cst.BooleanOperation):
-            left = self.sense(test.left)
-            if (left > 0 and isinstance(test.operator, cst.Or)) or (left < 0 and isinstance(test.operator, cst.And)):
-                self.dead.add(id(test.right))
-            self._mark_short_circuit(test.left)
-            self._mark_short_circuit(test.right)
-
-    def sense(self, test: cst.BaseExpression, also_none=frozenset()) -> int:
-        """``xla_sense`` here; ``also_none``: names to take for None on XLA as well."""
-        return xla_sense(test, self.model.resolve, self._xla_names, self.xla_nones() | also_none)
-
-    def xla_nones(self) -> set[str]:
-        """Names an XLA branch of the enclosing block set to None (and not rebound since)."""
-        block = self._blocks[-1]
-        return {name for name, where in self._none_on_xla.items() if where is block}
+        super().visit_Assign(node)  # names bound from XLA tests
 
     def visit_For(self, node: cst.For) -> None:
         for name in bound_names(node.target):
@@ -456,13 +324,3 @@ def _removed_handle(statement: cst.CSTNode) -> str:
                 and call.func.attr.value == "remove":
             return _plain_name(call.func.value)
     return ""
-
-
-def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
-    statements = block_statements(body)
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    return isinstance(last, cst.Raise if raise_only else (cst.Return, cst.Raise))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar
 
+from detective.lint.config import Config
+
 if TYPE_CHECKING:  # rule modules import libcst; this registry does not need to
     import libcst as cst
 
@@ -34,6 +36,7 @@ class Valid:
     """No finding of this rule at the default severity (an "info" one may stand)."""
 
     code: str
+    config: Config | None = None  # the project's settings (default: none set)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class Invalid:
     code: str
     line: int | None = None  # 1-based line the finding must be on, when given
     severity: str = "warning"  # the finding's severity (on ``line`` when given)
+    config: Config | None = None  # the project's settings (default: none set)
 
 
 # Where a rule's candidates count, decided in the cross-file pass:
@@ -72,6 +76,9 @@ class Rule:
     applies_to: ClassVar[str] = "region"
     fixable: ClassVar[bool] = False  # offers a behaviour-keeping fix (`detective lint --fix`)
     facts: ClassVar[tuple[type[Facts], ...]] = ()  # shared facts this rule reads
+    # What was measured on a torch earlier than a ``torch>=X`` its candidates need: the
+    # reason a finding is "info" there (see detective.lint.project_facts).
+    measured_below: ClassVar[str] = ""
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
 

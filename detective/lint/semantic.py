@@ -84,6 +84,7 @@ class SemanticModel(Bindings):
         # are (cumsum_exclusive(t) = F.pad(t, p).cumsum(-1)), for calls later in the file.
         self.cpu_following: dict[str, bool] = {}
         self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
+        self._defs: list[cst.FunctionDef] = []  # the functions being walked, innermost last
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
         self.functions.append(FunctionFrame(module_scope))
@@ -266,9 +267,13 @@ class SemanticModel(Bindings):
                 if param.annotation is None:
                     frame.guessed_names.add(pname)
         frame.params = frozenset(frame.data_names | plain)
+        if self._defs and not in_class:
+            self.bind_params_from_call_sites(self._defs[-1], node, frame)
+        self._defs.append(node)
         self.functions.append(frame)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._defs.pop()
         self.functions.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:

@@ -97,9 +97,20 @@ def dispatch_tables(handlers) -> tuple[dict[str, list], dict[str, list]]:
     visit: dict[str, list] = {}
     leave: dict[str, list] = {}
     for handler in handlers:
-        for attr in dir(type(handler)):
-            if attr.startswith("visit_"):
-                visit.setdefault(attr[6:], []).append(getattr(handler, attr))
-            elif attr.startswith("leave_"):
-                leave.setdefault(attr[6:], []).append(getattr(handler, attr))
+        for attr, node_name, is_visit in _handler_methods(type(handler)):
+            (visit if is_visit else leave).setdefault(node_name, []).append(getattr(handler, attr))
     return visit, leave
+
+
+_HANDLER_METHODS: dict[type, tuple[tuple[str, str, bool], ...]] = {}
+
+
+def _handler_methods(cls: type) -> tuple[tuple[str, str, bool], ...]:
+    """(attribute, node type name, is a visit) for each handler method of ``cls``; ``dir`` of
+    every handler class was a noticeable share of linting a small file, so once per class."""
+    methods = _HANDLER_METHODS.get(cls)
+    if methods is None:
+        methods = _HANDLER_METHODS[cls] = tuple(
+            (attr, attr[6:], attr.startswith("visit_")) for attr in dir(cls)
+            if attr.startswith(("visit_", "leave_")))
+    return methods

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.walker import walk
 
 # Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
 XLA_FLAGS = frozenset({
@@ -138,41 +139,40 @@ def bound_names(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-class _Binds(cst.CSTVisitor):
-    def __init__(self):
-        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+def bindings(nodes) -> dict[str, list[cst.BaseExpression | None]]:
+    """Names bound in ``nodes`` (statements; a nested def's bindings are its own) -> the values
+    bound (None where the value is not known: unpacking, ``+=``, loop targets, ``:=``).
+    Walked with the linter's walker: libcst's visitor re-validates every node."""
+    values: dict[str, list[cst.BaseExpression | None]] = {}
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            for name in bound_names(target.target):
-                self.values.setdefault(name, []).append(
-                    node.value if isinstance(target.target, cst.Name) else None)
+    def on_visit(node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind is cst.FunctionDef:
+            return False
+        if kind is cst.Assign:
+            for target in node.targets:
+                for name in bound_names(target.target):
+                    values.setdefault(name, []).append(node.value if isinstance(target.target, cst.Name) else None)
+        elif kind is cst.AnnAssign:
+            for name in bound_names(node.target):
+                values.setdefault(name, []).append(node.value)
+        elif kind in (cst.AugAssign, cst.For, cst.NamedExpr):
+            for name in bound_names(node.target):
+                values.setdefault(name, []).append(None)
+        return True
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
+    for node in nodes:
+        walk(node, on_visit, _leave_nothing)
+    return values
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        for name in bound_names(node.target):
-            self.values.setdefault(name, []).append(node.value)
 
-    def visit_For(self, node: cst.For) -> None:
-        for name in bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for name in bound_names(node.target):
-            self.values.setdefault(name, []).append(None)
-
-    def visit_FunctionDef(self, node) -> bool:
-        return False  # a nested def's bindings are its own
+def _leave_nothing(node: cst.CSTNode) -> None:
+    return None
 
 
 def set_to_none(body: cst.BaseSuite) -> list[str]:
     """Names this branch binds to ``None`` and to nothing else (``if self.tpu: mask = None``)."""
-    binds = _Binds()
-    body.visit(binds)
-    return [name for name, values in binds.values.items()
+    return [name for name, values in bindings([body]).items()
             if all(isinstance(v, cst.Name) and v.value == "None" for v in values)]
 
 

@@ -27,8 +27,12 @@ from collections import defaultdict
 
 # What a call passes for a parameter: "x" a value None on XLA (set so by the caller's XLA
 # branch), "n" the literal None, "f" the caller's own same-named parameter passed on,
-# "o" anything else.
+# "z" a false literal (False, 0, ""), "l" another Python literal, "c" a setting read from a
+# config object (args.fp16, self.cfg.normalize), "o" anything else; "k": a mapping with
+# that key is read somewhere, so values may come from data the project does not show
+# (read by detective.lint.arg_facts only).
 XLA_NONE, NONE, FORWARDED, OTHER = "x", "n", "f", "o"
+FALSY, LITERAL, CONFIG, KEY = "z", "l", "c", "k"
 
 
 def none_on_xla(project) -> frozenset[str]:
@@ -38,19 +42,22 @@ def none_on_xla(project) -> frozenset[str]:
         for name, passed in summary.keyword_passes.items():
             flags[name].update(passed)
     if not any(XLA_NONE in passed for passed in flags.values()) and not any(
-            XLA_NONE in places.split(",") for summary in project.files.values()
+            XLA_NONE in places.partition(";")[0].split(",") for summary in project.files.values()
             for _scope, _target, places in summary.positional_passes):
         return frozenset()  # no XLA branch hands None on: nothing to resolve
     for summary in project.files.values():
         for scope_name, target, places in summary.positional_passes:
+            passed = [p for p in places.partition(";")[0].split(",") if p and p != "*"]
+            if not passed:
+                continue
             scope = summary.scopes.get(scope_name)
             callee = project.resolve(target, summary, scope.class_name if scope else None)
             if callee is None:
                 continue
-            passed = places.split(",")
             for name, index in project.files[callee[0]].scopes[callee[1]].none_params.items():
                 if 0 <= index < len(passed):
                     place = passed[index]
                     flags[name].add(FORWARDED if place == f"@{name}" else (
                         place if place in (XLA_NONE, NONE) else OTHER))
-    return frozenset(name for name, passed in flags.items() if XLA_NONE in passed and OTHER not in passed)
+    ok = {XLA_NONE, NONE, FORWARDED, KEY}  # a key read is no value passed (see arg_facts)
+    return frozenset(name for name, passed in flags.items() if XLA_NONE in passed and passed <= ok)

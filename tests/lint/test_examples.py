@@ -23,7 +23,8 @@ def expected_marks() -> set[tuple[str, int, str]]:
 
 def test_broken_examples_flag_exactly_the_marked_lines(monkeypatch):
     monkeypatch.chdir(REPO)
-    result = lint_paths(["examples/lint"], Config(base=REPO))
+    # The examples mark RC104 where it costs: from torch 2.12 on (the installed torch is 2.9).
+    result = lint_paths(["examples/lint"], Config(base=REPO, torch_version="2.12"))
     assert result.errors == []
     found = {(f.path, f.line, f.code) for f in result.findings}
     assert found == expected_marks()

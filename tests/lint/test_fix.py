@@ -31,13 +31,16 @@ def train(model, loader, accum):
             opt.zero_grad()
             torch_xla.sync()
 """
+# RC104 is a warning from torch 2.12 on (the installed torch is 2.9): these tests are about fixing.
+PYPROJECT = '[tool.detective]\ntorch-version = "2.12"\n'
+ON_2_12 = Config(torch_version="2.12")
 FIXED = TRAIN.replace("lr=1e-3)", "lr=1e-3, capturable=True)").replace(
     "zero_grad()", "zero_grad(set_to_none=False)")
 
 
 def fix_all(source: str, path: str = "t.py") -> str:
     for _ in range(4):
-        fixable = [f for f in lint_sources({path: source}) if f.fix]
+        fixable = [f for f in lint_sources({path: source}, ON_2_12) if f.fix]
         fixed, applied = fix_text(source, fixable)
         if not applied:
             return source
@@ -46,7 +49,7 @@ def fix_all(source: str, path: str = "t.py") -> str:
 
 
 def test_fix_writes_the_two_fixes_and_a_second_run_changes_nothing(run_cli, write):
-    root = write({"train.py": TRAIN})
+    root = write({"train.py": TRAIN, "pyproject.toml": PYPROJECT})
     target = root / "train.py"
     first = run_cli("lint", "--fix", "--no-cache", str(target))
     assert target.read_text() == FIXED
@@ -58,7 +61,7 @@ def test_fix_writes_the_two_fixes_and_a_second_run_changes_nothing(run_cli, writ
 
 
 def test_diff_previews_without_writing(run_cli, write):
-    root = write({"train.py": TRAIN})
+    root = write({"train.py": TRAIN, "pyproject.toml": PYPROJECT})
     target = root / "train.py"
     result = run_cli("lint", "--diff", "--no-cache", str(target))
     assert result.exit_code == 1
@@ -83,8 +86,8 @@ def test_env_bf16_is_explained_not_fixed(run_cli, write):
 def test_fix_skips_a_file_changed_since_it_was_linted(write):
     from detective.lint.fix import plan_fixes
 
-    root = write({"train.py": TRAIN})
-    result = lint_paths([str(root / "train.py")], Config())
+    root = write({"train.py": TRAIN, "pyproject.toml": PYPROJECT})
+    result = lint_paths([str(root / "train.py")], ON_2_12)
     (root / "train.py").write_text(TRAIN + "\n# edited meanwhile\n")
     assert plan_fixes(result.findings, result.summaries) == []
 
@@ -93,14 +96,14 @@ def test_fixes_survive_the_process_pool(write, monkeypatch):
     files = {f"m{i:02}.py": TRAIN for i in range(30)}
     root = write(files)
     monkeypatch.chdir(root)
-    result = lint_paths(["."], Config(), jobs=2)
+    result = lint_paths(["."], ON_2_12, jobs=2)
     fixable = [f for f in result.findings if f.fix]
     assert len(fixable) == 60
     assert {f.fix_title for f in fixable} == {"add capturable=True", "use zero_grad(set_to_none=False)"}
 
 
 def test_fix_keeps_bom_and_crlf(run_cli, write):
-    root = write({"w.py": b"\xef\xbb\xbf" + TRAIN.replace("\n", "\r\n").encode()})
+    root = write({"w.py": b"\xef\xbb\xbf" + TRAIN.replace("\n", "\r\n").encode(), "pyproject.toml": PYPROJECT})
     run_cli("lint", "--fix", "--no-cache", str(root / "w.py"))
     raw = (root / "w.py").read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf") and b"\r\n" in raw and b"\n" not in raw.replace(b"\r\n", b"")
@@ -183,7 +186,7 @@ def test_fix_on_arbitrary_python_is_parseable_and_idempotent(source):
 
 
 def test_fix_after_runs_served_from_the_cache(run_cli, write):
-    root = write({"train.py": TRAIN})
+    root = write({"train.py": TRAIN, "pyproject.toml": PYPROJECT})
     target = root / "train.py"
     for _ in range(2):  # the second run is answered from the result cache
         assert run_cli("lint", str(target)).exit_code == 1

@@ -31,7 +31,9 @@ opt = torch.optim.AdamW(Net().parameters())
 
 @pytest.fixture
 def project(write, monkeypatch):
-    root = write({"src/net.py": SOURCE, "src/bad.py": "def (:\n", ".git/HEAD": "ref: refs/heads/main\n"})
+    root = write({"src/net.py": SOURCE, "src/bad.py": "def (:\n",
+                  # RC104 is a warning from torch 2.12 on (the installed torch is 2.9)
+                  "pyproject.toml": '[tool.detective]\ntorch-version = "2.12"\n', ".git/HEAD": "ref: refs/heads/main\n"})
     monkeypatch.chdir(root)
     return root
 

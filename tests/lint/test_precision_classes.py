@@ -758,3 +758,476 @@ def test_a_batch_key_test_stays_a_warning_when_only_some_files_are_linted(tmp_pa
     # The files alone, or a package directory: the collater may be elsewhere, so a warning.
     assert severities(["pkg/criterion.py", "pkg/data.py"]) == [("criterion.py", 6, "warning")]
     assert severities(["pkg"]) == [("criterion.py", 6, "warning")]
+
+
+# --- rulefix: NumPy arrays and library results taken for tensors (sample-h W5) -------------------
+
+def test_a_nested_helper_given_a_numpy_row_is_no_tensor_code():
+    found = lint({
+        "vision.py": """
+            import math
+            import random
+            import numpy as np
+            import torch
+            from helpers import make_ids
+
+            class Model(torch.nn.Module):
+                def make_mask(self, bsz, height, width, source):
+                    masks = np.zeros(shape=(bsz, height, width), dtype=np.int64)
+                    ids = make_ids(source)                 # a project helper that returns a tensor
+                    for i in range(bsz):
+                        mask = masks[i]
+                        row = ids[i]
+
+                        def _mask(mask, limit):
+                            area = random.uniform(1, limit)
+                            h = int(round(math.sqrt(area)))
+                            num_masked = mask[0:h, 0:h].sum()      # NumPy: no graph
+                            if h * h - num_masked <= limit:        # NumPy: no sync
+                                mask[0, 0] = 1
+
+                        def _count(row):
+                            return row[0:4].sum().item()           # a tensor: a real sync
+
+                        _mask(mask, 4)
+                        _count(row)
+                    return torch.from_numpy(masks)
+
+                def forward(self, x, source):
+                    return x * self.make_mask(2, 3, 4, source)
+        """,
+        "helpers.py": """
+            import torch
+
+            def make_ids(source):
+                return torch.as_tensor(source)
+        """,
+    })
+    assert found == [("vision.py", 24, "RC001", "warning")]
+
+
+def test_a_size_from_a_library_function_is_not_per_call_data():
+    found = lint({
+        "m.py": """
+            import math
+            import random
+            import torch
+
+            class Net(torch.nn.Module):
+                def forward(self, x, limit: int):
+                    area = random.uniform(1, limit)   # the stdlib: no tensor
+                    h = int(round(math.sqrt(area)))
+                    k = int(x.sum())                  # a value read from a tensor
+                    y = x[0:h]
+                    return y + x[0:k]
+        """,
+    })
+    assert found == [("m.py", 10, "RC001", "warning"), ("m.py", 12, "RC109", "warning")]
+# --- argfacts: what the project's calls pass to a parameter (sample-g W4, W5, W6) ----------------
+
+_NAT = """
+    import torch
+    import torch.nn.functional as F
+
+    class Decoder(torch.nn.Module):
+        def forward(self, normalize, x):
+            return F.log_softmax(x, -1) if normalize else x   # line 7
+
+    class Model(torch.nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.cfg = cfg
+            self.decoder = Decoder()
+
+        def forward(self, x):
+            a = self.decoder(normalize=True, x=x)
+            return self.decoder(normalize=self.cfg.normalize, x=a)
+"""
+
+
+def test_a_parameter_every_call_passes_a_python_value_is_no_tensor_read():
+    assert lint({"nat.py": _NAT}) == [("nat.py", 7, "RC002", "info")]
+
+
+def test_one_tensor_given_to_that_parameter_keeps_the_warning():
+    # positionally, at a call the graph resolves (self.decoder is a Decoder)
+    positional = _NAT + """
+    class Other(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.decoder = Decoder()
+
+        def forward(self, x):
+            return self.decoder(x.sum() > 0, x)
+"""
+    assert lint({"nat.py": positional}) == [("nat.py", 7, "RC002", "warning")]
+    # as the key of a dict that may be **-expanded into a call
+    expanded = _NAT + """
+    def run(model, x):
+        extra = {"normalize": x.mean() > 0}
+        return model.decoder(x=x, **extra)
+"""
+    assert lint({"nat.py": expanded}) == [("nat.py", 7, "RC002", "warning")]
+
+
+def test_python_value_needs_a_literal_passed_and_definite_evidence_still_counts():
+    only_none = _NAT.replace("normalize=True", "normalize=None").replace(
+        "normalize=self.cfg.normalize", "normalize=None")
+    assert lint({"nat.py": only_none}) == [("nat.py", 7, "RC002", "warning")]
+    mixed = _NAT.replace("if normalize else", "if normalize or x.sum() > 0 else")
+    assert lint({"nat.py": mixed}) == [("nat.py", 7, "RC002", "warning")]
+
+
+_MAE = """
+    import torch
+
+    def modify_bias(bias, bsz, mask):
+        if mask is None:
+            return bias.repeat(bsz, 1)
+        return bias.masked_select(mask)                  # line 7
+
+    class Attention(torch.nn.Module):
+        def forward(self, x, bias=None, pos_mask=None):
+            return x + modify_bias(bias, x.size(0), pos_mask)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = Attention()
+
+        def forward(self, x, bias=None, pos_mask=None):
+            return self.attn(x, bias=bias, pos_mask=pos_mask)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block() for _ in range(2)])
+
+        def forward(self, x):
+            for blk in self.blocks:
+                x = blk(x)
+            return x
+"""
+
+
+def test_code_after_an_early_return_on_a_parameter_no_call_passes_is_info():
+    assert lint({"mae.py": _MAE}) == [("mae.py", 7, "RC005", "info")]
+
+
+def test_a_mask_passed_anywhere_keeps_the_dead_branch_a_warning():
+    # a tensor positionally at a resolved call of the module-level helper
+    direct = _MAE + """
+    def other(bias, keep):
+        return modify_bias(bias, 2, keep > 0)
+"""
+    assert lint({"mae.py": direct}) == [("mae.py", 7, "RC005", "warning")]
+    # a key of a mapping that may be **-expanded into Block (or read from data)
+    expanded = _MAE + """
+    def run(block, x, m):
+        opts = {"pos_mask": m}
+        return block(x, **opts)
+"""
+    assert lint({"mae.py": expanded}) == [("mae.py", 7, "RC005", "warning")]
+    from_data = _MAE + """
+    def run(block, batch):
+        return block(batch["x"], pos_mask=batch["pos_mask"])
+"""
+    assert lint({"mae.py": from_data}) == [("mae.py", 7, "RC005", "warning")]
+
+
+_TOPK = """
+    import torch
+
+    class TopK(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, inputs, ratio, sigmoid):
+            if sigmoid:
+                ratio = torch.sigmoid(ratio).item()      # line 8
+            ctx.sigmoid = sigmoid
+            return inputs * ratio
+
+    class Pruned(torch.nn.Module):
+        def __init__(self, ratio):
+            super().__init__()
+            self.ratio = ratio
+            self.w = torch.nn.Parameter(torch.ones(4))
+
+        def forward(self, x):
+            return x * TopK.apply(self.w, self.ratio, False)
+"""
+
+
+def test_a_flag_every_call_passes_false_makes_its_branch_info():
+    assert lint({"topk.py": _TOPK}) == [("topk.py", 8, "RC001", "info")]
+
+
+def test_one_call_passing_true_keeps_the_flag_branch_a_warning():
+    assert lint({"topk.py": _TOPK + """
+    def learned(w, scores):
+        return TopK.apply(w, scores, True)
+"""}) == [("topk.py", 8, "RC001", "warning")]
+
+
+_EMFORMER = """
+    import torch
+
+    class Layer(torch.nn.Module):
+        def __init__(self, dim, mini_batches=False):
+            super().__init__()
+            self.mini_batches = mini_batches
+
+        def set_mini_batches(self, mini_batches):
+            self.mini_batches = mini_batches
+
+        def forward(self, x, state):
+            if self.mini_batches:
+                return self.forward_mini_batches(x, state)
+            return x
+
+        def forward_mini_batches(self, x, state):
+            past = state[0].item()                            # line 18
+            return x[:, past:]
+
+    class Encoder(torch.nn.Module):
+        def __init__(self, mini_batches=False):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([Layer(4, mini_batches=mini_batches) for _ in range(2)])
+
+        def forward(self, x, state):
+            for layer in self.layers:
+                x = layer(x, state)
+            return x
+
+    def build():
+        return Encoder()
+"""
+
+
+def test_a_constructor_flag_no_construction_or_setter_call_changes_is_dead():
+    found = lint({"emformer.py": _EMFORMER})
+    assert [f for f in found if f[1] == 18] == []  # forward_mini_batches is never reached
+
+
+def test_a_called_setter_or_a_true_construction_keeps_the_flagged_code():
+    setter = _EMFORMER + """
+    def train_mini(encoder):
+        for layer in encoder.layers:
+            layer.set_mini_batches(True)
+"""
+    assert ("emformer.py", 18, "RC001", "warning") in lint({"emformer.py": setter})
+    built = _EMFORMER.replace("return Encoder()", "return Encoder(mini_batches=True)")
+    assert ("emformer.py", 18, "RC001", "warning") in lint({"emformer.py": built})
+
+
+def test_a_match_directly_under_a_dead_flag_is_info_with_the_reason():
+    source = _EMFORMER.replace("""            if self.mini_batches:
+                return self.forward_mini_batches(x, state)""", """            if self.mini_batches:
+                print(state[0].item())                        # line 14""")
+    finding = [f for f in lint_sources({"emformer.py": textwrap.dedent(source)}) if f.line == 14]
+    assert [(f.code, f.severity) for f in finding] == [("RC001", "info")]
+    assert "`self.mini_batches` is set only to false values" in finding[0].message
+
+
+# --- reach: roots entered only from eager code (lint/entrances.py): sample-g W2, W3 -------------
+
+TACOTRON = {
+    "tts/__init__.py": "",
+    "tts/model.py": """
+        import torch
+
+        class Encoder(torch.nn.Module):
+            def forward(self, x, lengths):
+                return x[:, : lengths.max().item()]
+
+        class Tacotron(torch.nn.Module):
+            def __init__(self):
+                super(Tacotron, self).__init__()
+                self.encoder = Encoder()
+
+            def forward(self, x, lengths):
+                if lengths.sum() > 0:
+                    return self.encoder(x, lengths)
+                return x
+    """,
+    "tts/load.py": """
+        import torch
+        from tts.model import Tacotron
+
+        def load_tacotron(path):
+            model = Tacotron()
+            model.load_state_dict(torch.load(path))
+            return model.cuda().eval()
+    """,
+}
+
+
+def _severities(files):
+    return {(path, line, code): severity for path, line, code, severity in lint(files)}
+
+
+def test_a_module_built_only_in_a_function_that_needs_cuda_is_info_with_its_reason():
+    found = {(f.path, f.line, f.code): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in TACOTRON.items()})}
+    assert {k: s for k, (s, _) in found.items()} == {
+        ("tts/model.py", 6, "RC001"): "info",  # Encoder: built only by Tacotron.__init__
+        ("tts/model.py", 6, "RC109"): "info",
+        ("tts/model.py", 14, "RC002"): "info"}
+    assert "Tacotron is built only in load_tacotron, which needs CUDA" in found[("tts/model.py", 14, "RC002")][1]
+    assert "Encoder is built only by Tacotron; Tacotron is built only in load_tacotron, which needs CUDA" \
+        in found[("tts/model.py", 6, "RC001")][1]
+
+
+def test_a_module_also_built_where_it_may_run_on_xla_stays_a_warning():
+    files = dict(TACOTRON, **{"train.py": """
+        from tts.model import Tacotron
+
+        def build():
+            return Tacotron()
+    """})
+    assert set(_severities(files).values()) == {"warning"}
+    # Built only in Tacotron.__init__, but Tacotron is no longer eager-only: Encoder is not either.
+    assert _severities(files)[("tts/model.py", 6, "RC001")] == "warning"
+
+
+def test_a_module_without_any_entrance_or_named_as_a_value_stays_a_warning():
+    library = {"tts/__init__.py": "", "tts/model.py": TACOTRON["tts/model.py"]}  # users build it
+    assert set(_severities(library).values()) == {"warning"}
+    registry = dict(TACOTRON, **{"tts/registry.py": """
+        from tts.model import Tacotron
+
+        MODELS = {"tacotron": Tacotron}
+    """})
+    assert set(_severities(registry).values()) == {"warning"}
+    exported = dict(TACOTRON, **{"tts/__init__.py": "from .model import Tacotron\n"})
+    assert set(_severities(exported).values()) == {"warning"}
+    decorated = dict(TACOTRON, **{"tts/model.py": TACOTRON["tts/model.py"].replace(
+        "        class Tacotron(", "        @register_model('tacotron')\n        class Tacotron(")})
+    assert set(_severities(decorated).values()) == {"warning"}
+
+
+def test_a_module_moved_straight_to_cuda_where_it_is_built_is_info():
+    files = {
+        "decoder.py": """
+            import torch
+
+            class F0Decoder(torch.nn.Module):
+                def forward(self, f0):
+                    if not (f0 < 32).all():
+                        f0 = f0.clamp(max=31)
+                    return f0
+        """,
+        "sample.py": """
+            from decoder import F0Decoder
+
+            def main(args):
+                decoder = None
+                if args.bounds:
+                    decoder = F0Decoder().eval().cuda()
+                return decoder
+        """,
+    }
+    assert _severities(files) == {("decoder.py", 6, "RC002"): "info"}
+    kept = dict(files, **{"sample.py": files["sample.py"].replace(".eval().cuda()", ".to(device)")})
+    assert _severities(kept) == {("decoder.py", 6, "RC002"): "warning"}
+
+
+CHECKPOINT = {
+    "ds/__init__.py": "",
+    "ds/compiler.py": """
+        import torch
+
+        def disable(func):
+            if hasattr(torch, "compiler"):
+                return torch.compiler.disable(func)
+            return func
+    """,
+    "ds/checkpointing.py": """
+        import torch
+        from ds import compiler
+
+        class CheckpointFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, run, x):
+                ctx.saved = x.cpu()
+                return run(x)
+
+        @compiler.disable
+        def checkpoint(run, x):
+            return CheckpointFunction.apply(run, x)
+    """,
+    "ds/engine.py": """
+        import torch
+
+        def compile_model(model):
+            return torch.compile(model)
+    """,
+}
+
+
+def test_a_function_applied_only_from_a_compile_disabled_function_is_info_in_a_compile_project():
+    found = {(f.path, f.line): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in CHECKPOINT.items()})}
+    assert found[("ds/checkpointing.py", 8)][0] == "info"
+    assert "applied only in checkpoint, which @ds.compiler.disable excludes from torch.compile" \
+        in found[("ds/checkpointing.py", 8)][1]
+    # The same in a project that runs on XLA: the lazy tensor traces the disabled function too.
+    on_xla = dict(CHECKPOINT, **{"ds/xla.py": "import torch_xla\n"})
+    assert _severities(on_xla)[("ds/checkpointing.py", 8, "RC001")] == "warning"
+    # Applied also from a function that is compiled: a warning.
+    also = dict(CHECKPOINT, **{"ds/other.py": """
+        from ds.checkpointing import CheckpointFunction
+
+        def forward_all(run, x):
+            return CheckpointFunction.apply(run, x)
+    """})
+    assert _severities(also)[("ds/checkpointing.py", 8, "RC001")] == "warning"
+    # recursive=False disables the frame only: what it calls is still compiled.
+    shallow = dict(CHECKPOINT, **{"ds/checkpointing.py": CHECKPOINT["ds/checkpointing.py"].replace(
+        "@compiler.disable", "@torch.compiler.disable(recursive=False)")})
+    assert _severities(shallow)[("ds/checkpointing.py", 8, "RC001")] == "warning"
+    direct = dict(CHECKPOINT, **{"ds/checkpointing.py": CHECKPOINT["ds/checkpointing.py"].replace(
+        "@compiler.disable", "@torch._dynamo.disable")})
+    assert _severities(direct)[("ds/checkpointing.py", 8, "RC001")] == "info"
+
+
+def test_a_module_built_on_cuda_and_compiled_by_the_caller_stays_a_warning():
+    files = dict(TACOTRON, **{"synth.py": """
+        import torch
+        from tts.load import load_tacotron
+
+        def main(path):
+            return torch.compile(load_tacotron(path))
+    """})
+    assert set(_severities(files).values()) == {"warning"}
+
+
+def test_a_module_with_a_config_member_that_may_build_it_stays_a_warning():
+    configured = dict(TACOTRON, **{"tts/model.py": TACOTRON["tts/model.py"].replace(
+        "        class Tacotron(torch.nn.Module):\n",
+        "        class Tacotron(torch.nn.Module):\n"
+        "            class Config(Configurable):\n"
+        "                pass\n\n")})
+    assert set(_severities(configured).values()) == {"warning"}
+    member = dict(TACOTRON, **{"tts/conf.py": """
+        from tts.model import Tacotron
+
+        def config():
+            return Tacotron.Settings(layers=2)
+    """})
+    assert set(_severities(member).values()) == {"warning"}
+
+
+def test_a_module_built_on_cuda_and_handed_to_a_project_compile_helper_stays_a_warning():
+    files = dict(TACOTRON, **{
+        "tts/load.py": TACOTRON["tts/load.py"].replace(
+            "            return model.cuda().eval()",
+            "            return compile_it(model.cuda().eval())").replace(
+            "        from tts.model import Tacotron", "        from tts.model import Tacotron\n"
+            "        from tts.compiling import compile_it"),
+        "tts/compiling.py": """
+            import torch
+
+            def compile_it(model):
+                return torch.compile(model)
+        """})
+    assert set(_severities(files).values()) == {"warning"}

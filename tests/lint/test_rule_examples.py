@@ -21,7 +21,7 @@ CASES = [
 @pytest.mark.parametrize("rule, kind, index, example", CASES)
 def test_rule_example(rule, kind, index, example):
     source = textwrap.dedent(example.code)
-    found = [f for f in lint_sources({"example.py": source}) if f.code == rule.code]
+    found = [f for f in lint_sources({"example.py": source}, example.config) if f.code == rule.code]
     if kind == "valid":
         shown = [f for f in found if at_least(f.severity, DEFAULT_MIN_SEVERITY)]
         assert shown == [], f"{rule.code} fired on a VALID example: {shown}"

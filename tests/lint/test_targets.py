@@ -5,14 +5,10 @@ on (a bool-mask fill costs on torch_xla, not under torch.compile) is measured fo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import target_costs
 
-REPO = Path(__file__).resolve().parents[2]
 
 MODEL = """\
 import torch
@@ -83,11 +79,7 @@ def test_a_bad_targets_value_is_a_usage_error(write, monkeypatch, run_cli, value
 @pytest.mark.slow
 def test_a_mask_fill_costs_on_torch_xla_and_not_under_torch_compile(tmp_path):
     """benchmarks/target_costs.py, run for real: what the targets model assumes."""
-    out = tmp_path / "costs.json"
-    env = {**os.environ, "PJRT_DEVICE": "CPU"}
-    subprocess.run([sys.executable, str(REPO / "benchmarks" / "target_costs.py"), "--json", str(out)],
-                   check=True, env=env, capture_output=True, timeout=300)
-    costs = json.loads(out.read_text())
+    costs = target_costs(tmp_path, "--only", "masks")
     for fill in ("x[m] = 0", 'x[m] = float("-inf")', "x[m_rows] = 0.5"):
         assert costs["xla"][fill]["fallbacks"].get("aten::nonzero", 0) >= 1
         assert costs["xla"][fill]["transfers"] >= 1

@@ -1,0 +1,173 @@
+"""Per-file facts for :mod:`detective.lint.entrances`, recorded in the shared walk: names
+used as values (entrances the call graph cannot see), constructions moved straight to CUDA,
+and scope tags for compile-disabled functions, disable wrappers and ``cls(...)`` factories.
+Kept apart from the cross-file decision so that a run answered from the cache never
+imports libcst."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from detective.lint.entrances import BUILDS_CLS, COMPILE_DISABLED, DISABLES, DISABLES_COMPILE
+
+# Methods that return the module itself: Decoder(p).eval().cuda() is still built for CUDA.
+_SELF_RETURNING = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_",
+                             "to", "cuda"})
+_CONSTANTS = frozenset({"True", "False", "None", "NotImplemented", "Ellipsis", "__name__", "__file__"})
+_NOT_PROJECT = ("torch", "numpy", "typing", "builtins", "collections", "functools", "abc")
+
+
+def _false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _to_cuda(call: cst.Call, method: str) -> bool:
+    """``.cuda(...)`` or ``.to("cuda...")`` / ``.to(device="cuda...")``."""
+    if method == "cuda":
+        return True
+    if method != "to":
+        return False
+    for arg in call.args:
+        value = arg.value
+        if isinstance(value, cst.SimpleString) and value.evaluated_value.startswith("cuda") and (
+                arg.keyword is None or arg.keyword.value == "device"):
+            return True
+    return False
+
+
+class EntranceFacts:
+    """Per-file recorder: names used as values, constructions moved straight to CUDA, and
+    scope tags for compile-disabled functions, disable wrappers and ``cls(...)`` factories."""
+
+    def __init__(self, model):
+        self.model = model
+        self.skip: set[int] = set()  # ids of Name/Attribute nodes that are not value uses
+        self.raw: dict[str, None] = {}  # value uses to resolve through module-level names
+        self.refs: dict[str, None] = {}  # value uses already resolved (function-level imports)
+        self.to_cuda: set[int] = set()  # ids of calls whose result is moved to CUDA at once
+        self.cuda_keys: dict[tuple[str, str], str] = {}  # (scope, callee name) -> target
+        self.plain_keys: set[tuple[str, str]] = set()
+
+    # ------------------------------------------------------------------ definitions
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.skip.add(id(node.name))
+        if node.decorators:  # @register_model(...): built by a registry we cannot see
+            self.refs["#" + self.model.class_stack[-1].info.qualname] = None
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.skip.add(id(node.name))
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            call = expression if isinstance(expression, cst.Call) else None
+            if self.model.resolve(call.func if call else expression) in DISABLES and not (call and any(
+                    a.keyword is not None and a.keyword.value == "recursive" and _false(a.value)
+                    for a in call.args)):
+                self.model.scope.tags.append(COMPILE_DISABLED)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and self.model.resolve(value.func) in DISABLES and not any(
+                a.keyword is not None and a.keyword.value == "recursive" and _false(a.value) for a in value.args):
+            self.model.scope.tags.append(DISABLES_COMPILE)
+
+    # ------------------------------------------------------------------ uses
+    # Only names that may be classes are followed (CamelCase or _Private, as PEP 8 names
+    # classes): the walk visits every name, and a lowercase class stays a normal root
+    # (its constructions are not read as moved to CUDA either).
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        skip = self.skip
+        skip.add(id(func))
+        kind = type(func)
+        if kind is cst.Attribute:
+            skip.add(id(func.value))  # Fn.apply(...), Model.build(...): a call, not the class passed on
+            name = func.attr.value
+            first = name[0]
+            if first.isupper() or first == "_":
+                # mod.Model(...) builds Model; Model.Config(...) is a member of Model (a config
+                # class whose build() makes a Model): the receiver is a use, decided across files.
+                self._use_expression(func.value)
+            if name == "cuda" or name == "to" and _to_cuda(node, name):
+                inner = func.value
+                while type(inner) is cst.Call and type(inner.func) is cst.Attribute \
+                        and inner.func.attr.value in _SELF_RETURNING:
+                    inner = inner.func.value
+                if type(inner) is cst.Call:
+                    self.to_cuda.add(id(inner))
+        elif kind is cst.Name:
+            name = func.value
+            if name == "isinstance" or name == "issubclass":
+                if len(node.args) > 1:
+                    checked = node.args[1].value  # a type test names the class without building it
+                    skip.add(id(checked))
+                    if type(checked) is cst.Tuple:
+                        skip.update(id(e.value) for e in checked.elements)
+            elif name == "super":
+                skip.update(id(a.value) for a in node.args)  # super(Encoder, self).__init__()
+            elif name == "cls" and self.model.scope.class_name:
+                if BUILDS_CLS not in self.model.scope.tags:
+                    self.model.scope.tags.append(BUILDS_CLS)
+        else:
+            return
+        first = name[0]
+        if not (first.isupper() or first == "_"):
+            return
+        key = (self.model.scope.qualname, name)
+        if id(node) in self.to_cuda:
+            target = self.model.call_target(func)
+            if target:
+                self.cuda_keys[key] = target
+        else:
+            self.plain_keys.add(key)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        first = attr[0]
+        if not (first.isupper() or first == "_" or attr == "apply"):
+            return  # x.shape; Cls.method as a value leaves the name Cls to visit_Name
+        skip = self.skip
+        skip.add(id(node.attr))
+        skip.add(id(node.value))  # only the whole dotted use counts
+        if id(node) not in skip:
+            self._use_expression(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        value = node.value
+        first = value[0]
+        if (first.isupper() or first == "_") and value not in _CONSTANTS and id(node) not in self.skip:
+            self._use(value, value)
+
+    def _use_expression(self, node: cst.BaseExpression) -> None:
+        parts = []
+        while type(node) is cst.Attribute:
+            parts.append(node.attr.value)
+            node = node.value
+        if type(node) is cst.Name and node.value != "self":
+            parts.append(node.value)
+            self._use(".".join(reversed(parts)), node.value)
+
+    def _use(self, dotted: str, head: str) -> None:
+        for frame in reversed(self.model.functions[1:]):
+            if head in frame.aliases:
+                self.refs[frame.aliases[head] + dotted[len(head):]] = None
+                return
+        self.raw[dotted] = None
+
+    # ------------------------------------------------------------------ results
+    def value_refs(self, classes) -> list[str]:
+        """Project-looking names used as values: ``#Local.rest`` or dotted through imports."""
+        model = self.model
+        found = dict(self.refs)
+        for dotted in self.raw:
+            head, dot, rest = dotted.partition(".")
+            if head in model.imports:
+                found[model.imports[head] + dot + rest] = None
+            elif head in classes:
+                found["#" + dotted] = None
+        return sorted(r for r in found if not r.startswith(_NOT_PROJECT))
+
+    def cuda_built(self) -> list[tuple[str, str]]:
+        """(scope, call target) where every construction of that name in the scope goes
+        straight to CUDA."""
+        return sorted((scope, target) for (scope, name), target in self.cuda_keys.items()
+                      if (scope, name) not in self.plain_keys)

@@ -1,0 +1,248 @@
+"""Roots entered only from eager code: nn.Modules and autograd Functions whose every
+entrance in the project is in a scope that is never compiled or traced where the project
+runs it.
+
+A module's ``forward`` is a root because the class is an nn.Module, wherever it is built.
+Its *entrances* are the calls that build it (``Tacotron2(hparams)``; ``cls(...)`` in one of
+its classmethods makes that classmethod's callers entrances too); an autograd Function's
+``forward``/``backward`` are entered only by ``Fn.apply(...)``. A class is *eager-only*
+when it has at least one entrance and every entrance is in:
+
+- a scope that needs CUDA (:mod:`detective.lint.cuda_only`), or a construction moved
+  straight to CUDA (``Decoder(path).cuda()``, ``.to("cuda")``, through ``.eval()``-like
+  calls): eager on a GPU, never on an XLA host. Not when the project targets torch.compile
+  and the entrance's file uses it (the instance may be compiled on the GPU);
+- a scope excluded from compilation (``@torch.compiler.disable``, ``@torch._dynamo.disable``
+  or a project function returning one of those, such as DeepSpeed's ``compiler.disable``;
+  not ``recursive=False``), in a project that does not target torch_xla: the lazy tensor
+  traces everything, ``disable`` changes nothing there;
+- an instance method of a class that is itself eager-only (Tacotron2 builds its Encoder).
+
+Entrances the call graph cannot see make a class *unknown*, never eager-only: the class
+named anywhere as a value (a registry, ``getattr`` target, an argument, a base class, a
+``Fn.apply`` taken as a value, a member such as ``Model.Config(...)``), a decorated class
+(``@register_model``), a class with a nested class (a config whose ``build()`` makes it), a
+class a package ``__init__`` re-exports, a ``cls(...)`` factory nobody in the project calls.
+Only CamelCase and ``_Private`` names are followed as values (PEP 8 class names). A
+class with no entrance at all is library code users build: a normal root.
+
+A finding is reached only through such roots when every traced path to its scope starts
+at an eager-only root or passes through a scope excluded from compilation (the same
+reachability :meth:`~detective.lint.callgraph.Project.cuda_only_via` uses); it is ``info``,
+with the scope that decides it named. Facts are recorded in the shared walk
+(:class:`~detective.lint.entrance_facts.EntranceFacts`); the decision is made across
+files (:class:`EagerRoots`).
+
+Limits: an instance built plainly and moved later (``m = M(); m.cuda()``) counts only when
+its scope needs CUDA; a plain ``device = "cuda"`` is no evidence; a helper that builds a
+class and is called only from eager code is not followed (its callers are not entrances).
+"""
+
+from __future__ import annotations
+
+from detective.lint.model import NEEDS_CUDA
+
+Node = tuple[str, str]  # (path, qualname)
+
+DISABLES = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable"})
+COMPILE_DISABLED = "compile-disabled"  # scope tag: decorated with a torch disable
+DISABLES_COMPILE = "disables-compile"  # scope tag: returns torch.compiler.disable(f): a wrapper
+BUILDS_CLS = "builds-cls"  # scope tag: calls cls(...) (a factory classmethod)
+
+
+class EagerRoots:
+    """Across files: which classes are eager-only (and why), and which traced scopes are
+    reached only through their roots or through scopes excluded from compilation."""
+
+    def __init__(self, project, targets: tuple[str, ...]):
+        self.project = project
+        self.targets = targets
+        graph, roots = project.graph()
+        self.by_path = {}
+        for summary in project.files.values():
+            stem = summary.path[:-3] if summary.path.endswith(".py") else summary.path
+            stem = stem[:-len("/__init__")] if stem.endswith("/__init__") else stem
+            self.by_path[stem.lstrip("./").replace("/", ".")] = summary
+        self.disabled = self._disabled(graph) if "xla" not in targets else {}
+        self.cuda = {n for n in graph if NEEDS_CUDA in self._scope(n).tags}
+        self.eager = self._eager_classes(graph)  # class -> why
+        self.eager_roots = {root: cls for root, cls in project.class_roots.items() if cls in self.eager}
+        avoid = self.cuda | set(self.disabled)
+        if self.eager_roots or self.disabled:
+            self.free = graph.reachable([r for r in roots if r not in self.eager_roots],
+                                        skip=project._untraced, avoid=avoid)
+        else:
+            self.free = None
+
+    def _scope(self, node: Node):
+        return self.project.files[node[0]].scopes[node[1]]
+
+    def _class(self, dotted: str, origin) -> Node | None:
+        """A class a dotted name means: through the project's module names, else through
+        file paths (``examples.tts.tacotron2.model.Tacotron2`` imported from the repository
+        root while the file's module name starts below a directory without ``__init__``)."""
+        found = self.project.resolve_class(dotted, origin)
+        if found is not None or dotted.startswith("#"):
+            return found
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 1, -1):
+            summary = self.by_path.get(".".join(parts[:cut]))
+            if summary is not None:
+                rest = ".".join(parts[cut:])
+                if rest in summary.classes:
+                    return (summary.path, rest)
+                if parts[cut] in summary.imports:
+                    return self.project.resolve_class(
+                        ".".join([summary.imports[parts[cut]], *parts[cut + 1:]]), summary)
+                return None
+        return None
+
+    def _name(self, node: Node) -> str:
+        return self._scope(node).display
+
+    # ------------------------------------------------------------------ compile-disabled scopes
+    def _disabled(self, graph) -> dict[Node, str]:
+        """Scopes torch.compile never traces into: node -> the decorator that says so."""
+        project = self.project
+        found: dict[Node, str] = {}
+        for node in graph:
+            scope = self._scope(node)
+            if COMPILE_DISABLED in scope.tags:
+                found[node] = next((d for d in scope.decorators if d in DISABLES), "torch.compiler.disable")
+                continue
+            for decorator in scope.decorators:
+                if not decorator or decorator.startswith(("torch.", "builtins.")) or decorator in (
+                        "staticmethod", "classmethod", "property"):
+                    continue
+                wrapper = project.resolve(decorator, project.files[node[0]], scope.class_name)
+                if wrapper is not None and DISABLES_COMPILE in self._scope(wrapper).tags:
+                    found[node] = decorator
+                    break
+        return found
+
+    # ------------------------------------------------------------------ entrances
+    def _eager_classes(self, graph) -> dict[Node, str]:
+        project = self.project
+        unknown: set[Node] = set()
+        entrances: dict[Node, list[tuple[Node, bool]]] = {}  # class -> (scope, moved to CUDA there)
+        factories: dict[Node, Node] = {}  # classmethod calling cls(...) -> its class
+        compile_files = {s.path for s in project.files.values() if "target:compile" in s.facts} \
+            if "compile" in self.targets else set()
+        self.compile_files = compile_files
+        self._callers: dict[Node, set[str]] | None = None
+        for summary in project.files.values():
+            for ref in summary.value_refs:
+                parts = ref.split(".")
+                for cut in range(len(parts), 0, -1):  # Fn.apply, Model.Config: Fn and Model too
+                    cls = self._class(".".join(parts[:cut]), summary)
+                    if cls is not None:
+                        unknown.add(cls)
+            for qualname in summary.classes:
+                if "." in qualname:  # a nested class (Model.Config) may build its owner
+                    unknown.add((summary.path, qualname.rsplit(".", 1)[0]))
+            if summary.is_package:  # from .model import Tacotron2 in __init__: users build it
+                for dotted in summary.imports.values():
+                    cls = self._class(dotted, summary)
+                    if cls is not None:
+                        unknown.add(cls)
+            cuda_built = {(scope, target) for scope, target in summary.cuda_built}
+            for qualname, scope in summary.scopes.items():
+                node = (summary.path, qualname)
+                if BUILDS_CLS in scope.tags and scope.class_name in summary.classes:
+                    factories[node] = (summary.path, scope.class_name)
+                for call in scope.calls:
+                    target = call.target
+                    if target.endswith(".apply"):
+                        cls = self._class(target[:-len(".apply")], summary)
+                        if cls is not None and project.class_kind(cls) != "function":
+                            cls = None
+                    else:
+                        cls = self._class(target, summary)
+                    if cls is not None:
+                        entrances.setdefault(cls, []).append((node, (qualname, target) in cuda_built))
+        if factories:
+            callers: dict[Node, list[Node]] = {}
+            for caller, callees in graph.succ.items():
+                for callee in callees:
+                    if callee in factories and self._scope(callee).parent != caller[1]:
+                        callers.setdefault(callee, []).append(caller)
+            for factory, cls in factories.items():
+                if not callers.get(factory):
+                    unknown.add(cls)  # a factory nobody here calls: its callers are elsewhere
+                for caller in callers.get(factory, ()):
+                    if caller[0] != cls[0] or self._scope(caller).class_name != cls[1]:
+                        entrances.setdefault(cls, []).append((caller, False))
+        eager: dict[Node, tuple[tuple[str, ...], str]] = {}  # class -> (built by, base reason)
+        self.reasons: dict[Node, str] = {}
+        changed = True
+        while changed:  # least fixpoint: a cycle of classes building each other stays unknown
+            changed = False
+            for cls, places in entrances.items():
+                if cls in eager or cls in unknown:
+                    continue
+                reasons = [self._eager_entrance(scope, moved, eager) for scope, moved in places]
+                if all(reasons):
+                    eager[cls] = owners, base = reasons[0]
+                    verb = "applied" if project.class_kind(cls) == "function" else "built"
+                    if owners:
+                        why = f"{cls[1]} is built only by {' ← '.join(owners)}; {owners[-1]} is built only {base}"
+                    else:
+                        why = f"{cls[1]} is {verb} only {base}"
+                    more = len(places) - 1
+                    self.reasons[cls] = why + (f"; {more} more place{'s' * (more > 1)} like it" if more else "")
+                    changed = True
+        return self.reasons
+
+    def _eager_entrance(self, node: Node, moved: bool, eager: dict) -> tuple[tuple[str, ...], str] | None:
+        """Why an entrance is eager, as (classes it is built by, innermost first; the base reason)."""
+        scope = self._scope(node)
+        where = scope.display
+        cuda_ok = self._not_compiled(node)
+        if moved and cuda_ok:
+            return (), f"in {where}, which moves it to CUDA: eager on a GPU, not on an XLA host"
+        if node in self.cuda and cuda_ok:
+            return (), f"in {where}, which needs CUDA: eager on a GPU, not on an XLA host"
+        if node in self.disabled:
+            return (), (f"in {where}, which @{self.disabled[node]} excludes from torch.compile; "
+                        "this project does not target torch_xla")
+        owner = (node[0], scope.class_name) if scope.class_name else None
+        if owner in eager and not any(d in ("staticmethod", "classmethod") for d in scope.decorators):
+            owners, base = eager[owner]
+            return (owner[1], *owners), base
+        return None
+
+    def _not_compiled(self, node: Node) -> bool:
+        """Neither the file of an entrance on CUDA, nor those of its callers, nor those of what
+        it calls (``apply_compile(model)``) use torch.compile (in a project that targets it):
+        the instance cannot be compiled on the GPU there."""
+        if not self.compile_files:
+            return True
+        if node[0] in self.compile_files:
+            return False
+        graph = self.project.graph()[0]
+        if self._callers is None:
+            self._callers = {}
+            for caller, callees in graph.succ.items():
+                for callee in callees:
+                    self._callers.setdefault(callee, set()).add(caller[0])
+        if self._callers.get(node, set()) & self.compile_files:
+            return False
+        return not any(n[0] in self.compile_files for n in graph.descendants([node]))
+
+    # ------------------------------------------------------------------ findings
+    def via(self, path: list[Node]) -> str | None:
+        """For a traced chain (root ... scope): why every traced path to the scope is eager,
+        or None when some root that is not eager-only reaches it outside excluded scopes."""
+        if self.free is None or path[-1] in self.free:
+            return None
+        cls = self.eager_roots.get(path[0])
+        if cls is not None:
+            return self.eager[cls]
+        for node in path:
+            if node in self.disabled:
+                return (f"only reached through {self._name(node)}, which @{self.disabled[node]} excludes "
+                        "from torch.compile; this project does not target torch_xla")
+            if node in self.cuda:
+                return (f"only reached through {self._name(node)}, which needs CUDA: not on an XLA host, "
+                        "but real under torch.compile on a GPU")
+        return None
