@@ -359,6 +359,29 @@ def sample_precision(rows: list[dict]) -> dict:
     return out
 
 
+def census(findings: dict[str, list[dict]], rows: list[dict]) -> dict:
+    """Every whole-repository finding of this linter, with the verdict any sample gave it.
+
+    Samples exclude what earlier samples drew, so once they have covered the population
+    this is precision over all findings users meet, not an estimate from a draw; the
+    verdicts come from the judges of the samples named in ``by_sample`` (criteria differ
+    between judges, so the split is printed with it)."""
+    verdicts = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in rows}
+    current = {(repo, f["path"], f["line"], f["code"]) for repo, items in findings.items() for f in items}
+    total: Counter = Counter()
+    by_sample: dict[str, Counter] = defaultdict(Counter)
+    for key in current:
+        row = verdicts.get(key)
+        judgement = row["judgement"] if row else "not judged"
+        total[judgement] += 1
+        by_sample[row["sample"] if row else "-"][judgement] += 1
+    judged = total["right"] + total["wrong"]
+    return {"findings": len(current), "counts": dict(total), "by_sample": {k: dict(v) for k, v in sorted(by_sample.items())},
+            "precision": total["right"] / judged if judged else None,
+            "precision_strict": total["right"] / (judged + total["unclear"] + total["not judged"])
+            if current else None}
+
+
 def check_sample_hashes(rows: list[dict], snaps: dict[tuple[str, str], Snapshot]) -> list[str]:
     problems = []
     for row in rows:
@@ -573,6 +596,18 @@ def main(argv: list[str] | None = None) -> int:
             if judged:
                 print(f"  precision {a['right']}/{judged} = {a['precision']:.3f} (unclear left out); "
                       f"{a['right']}/{judged + a['unclear']} = {a['precision_strict']:.3f} with unclear counted wrong")
+
+        if "repo" in all_findings and sample_rows:
+            c = results["census"] = census(all_findings["repo"], sample_rows)
+            counts = c["counts"]
+            print(f"\ncensus: {c['findings']} whole-repository findings of this linter; verdicts from the samples: "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+            for name, cs in c["by_sample"].items():
+                print(f"  {name:10} " + ", ".join(f"{k} {v}" for k, v in sorted(cs.items())))
+            if c["precision"] is not None:
+                print(f"  precision {counts.get('right', 0)}/{counts.get('right', 0) + counts.get('wrong', 0)} = "
+                      f"{c['precision']:.3f} (unclear and not judged left out); {c['precision_strict']:.3f} with "
+                      "both counted wrong")
 
         if args.draw_sample:
             out = draw_out

@@ -1,0 +1,35 @@
+"""benchmarks/lint_accuracy.py census: each current finding takes the verdict a sample gave it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "lint_accuracy.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("lint_accuracy", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_census_joins_current_findings_with_sample_verdicts():
+    census = _module().census
+    findings = {"o/r": [{"path": "a.py", "line": 3, "code": "RC001"}, {"path": "a.py", "line": 3, "code": "RC001"},
+                        {"path": "b.py", "line": 9, "code": "RC005"}, {"path": "c.py", "line": 1, "code": "RC002"}]}
+    rows = [
+        {"repo": "o/r", "path": "a.py", "line": "3", "code": "RC001", "judgement": "right", "sample": "s1"},
+        {"repo": "o/r", "path": "b.py", "line": "9", "code": "RC005", "judgement": "wrong", "sample": "s2"},
+        # judged once, no longer reported: not part of the population
+        {"repo": "o/r", "path": "gone.py", "line": "1", "code": "RC001", "judgement": "wrong", "sample": "s2"},
+    ]
+    c = census(findings, rows)
+    assert c["findings"] == 3  # one per (repo, path, line, code)
+    assert c["counts"] == {"right": 1, "wrong": 1, "not judged": 1}
+    assert c["by_sample"] == {"s1": {"right": 1}, "s2": {"wrong": 1}, "-": {"not judged": 1}}
+    assert c["precision"] == 0.5
+    assert abs(c["precision_strict"] - 1 / 3) < 1e-9
