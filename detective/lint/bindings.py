@@ -11,9 +11,20 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.api_names import SYNCING_LOADERS, XLA_COMPILE_CALLS
+from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
+from detective.lint.model import COMPILES
 from detective.lint.walker import walk
+
+COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
+_COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "mode", "dynamic", "options"})
+
+
+def _module_compile(call: cst.Call) -> bool:
+    """``block.compile(backend=..., fullgraph=True)``: nn.Module.compile, told from
+    ``re.compile`` and the like by torch.compile's keywords."""
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile" and any(
+        arg.keyword is not None and arg.keyword.value in _COMPILE_KEYWORDS for arg in call.args)
 
 
 class Bindings:
@@ -248,7 +259,10 @@ class Bindings:
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, (cst.Name, cst.Attribute)):
-            self.note_compile(self.resolve(func))
+            dotted = self.resolve(func)
+            self.note_compile(dotted)
+            if COMPILES not in self.scope.tags and (dotted in COMPILING_CALLS or _module_compile(node)):
+                self.scope.tags.append(COMPILES)  # read by lint/entrances.py (what a test runs)
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
                 and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
             # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every

@@ -93,3 +93,14 @@ def file_facts(path: Path) -> tuple[str, str, str, bool, str]:
     else:
         shown = path.as_posix()
     return text, name or absolute.stem, root, is_package, shown
+
+
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+
+
+def is_test_path(path: str) -> bool:
+    """A test module by pytest's and unittest's conventions: under a ``test``/``tests``
+    directory, or named ``test_*.py``, ``*_test.py`` or ``conftest.py``."""
+    *dirs, name = path.replace("\\", "/").split("/")
+    return (name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+            or any(d in _TEST_DIRS for d in dirs))

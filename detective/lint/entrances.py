@@ -18,6 +18,10 @@ when it has at least one entrance and every entrance is in:
   traces everything, ``disable`` changes nothing there;
 - an instance method of a class that is itself eager-only (Tacotron2 builds its Encoder).
 
+A class defined in a test file and built or named in no other file is eager-only when
+neither that file nor any scope it reaches through calls imports torch_xla or calls a
+compiler (the ``compiles`` scope tag): the test runs it eagerly.
+
 Entrances the call graph cannot see make a class *unknown*, never eager-only: the class
 named anywhere as a value (a registry, ``getattr`` target, an argument, a base class, a
 ``Fn.apply`` taken as a value, a member such as ``Model.Config(...)``), a decorated class
@@ -40,7 +44,9 @@ class and is called only from eager code is not followed (its callers are not en
 
 from __future__ import annotations
 
-from detective.lint.model import NEEDS_CUDA
+from detective.lint.discovery import is_test_path
+from detective.lint.model import COMPILES, NEEDS_CUDA
+from detective.lint.project_facts import COMPILE_FACT
 
 Node = tuple[str, str]  # (path, qualname)
 
@@ -126,10 +132,11 @@ class EagerRoots:
         unknown: set[Node] = set()
         entrances: dict[Node, list[tuple[Node, bool]]] = {}  # class -> (scope, moved to CUDA there)
         factories: dict[Node, Node] = {}  # classmethod calling cls(...) -> its class
-        compile_files = {s.path for s in project.files.values() if "target:compile" in s.facts} \
+        compile_files = {s.path for s in project.files.values() if COMPILE_FACT in s.facts} \
             if "compile" in self.targets else set()
         self.compile_files = compile_files
         self._callers: dict[Node, set[str]] | None = None
+        named_in: dict[Node, set[str]] = {}  # class -> files that build it or name it as a value
         for summary in project.files.values():
             for ref in summary.value_refs:
                 parts = ref.split(".")
@@ -137,6 +144,7 @@ class EagerRoots:
                     cls = self._class(".".join(parts[:cut]), summary)
                     if cls is not None:
                         unknown.add(cls)
+                        named_in.setdefault(cls, set()).add(summary.path)
             for qualname in summary.classes:
                 if "." in qualname:  # a nested class (Model.Config) may build its owner
                     unknown.add((summary.path, qualname.rsplit(".", 1)[0]))
@@ -160,6 +168,7 @@ class EagerRoots:
                         cls = self._class(target, summary)
                     if cls is not None:
                         entrances.setdefault(cls, []).append((node, (qualname, target) in cuda_built))
+                        named_in.setdefault(cls, set()).add(summary.path)
         if factories:
             callers: dict[Node, list[Node]] = {}
             for caller, callees in graph.succ.items():
@@ -174,6 +183,10 @@ class EagerRoots:
                         entrances.setdefault(cls, []).append((caller, False))
         eager: dict[Node, tuple[tuple[str, ...], str]] = {}  # class -> (built by, base reason)
         self.reasons: dict[Node, str] = {}
+        for cls in self._test_only(set(project.class_roots.values()), named_in, graph):
+            eager[cls] = (), f"in {cls[0]}, a test that neither compiles nor uses torch_xla"
+            self.reasons[cls] = (f"{cls[1]} is defined and used only in {cls[0]}, a test that neither "
+                                 "compiles nor uses torch_xla: it runs eagerly")
         changed = True
         while changed:  # least fixpoint: a cycle of classes building each other stays unknown
             changed = False
@@ -192,6 +205,26 @@ class EagerRoots:
                     self.reasons[cls] = why + (f"; {more} more place{'s' * (more > 1)} like it" if more else "")
                     changed = True
         return self.reasons
+
+    def _test_only(self, classes: set[Node], named_in: dict[Node, set[str]], graph) -> list[Node]:
+        """Modules and Functions defined in a test file, built or named nowhere else, where
+        neither that file nor anything it calls uses torch_xla or torch.compile: the test
+        runs them eagerly (a test of compiled or XLA behaviour has one of those in reach)."""
+        found, verdicts = [], {}
+        for cls in sorted(classes):
+            path = cls[0]
+            if not is_test_path(path) or named_in.get(cls, {path}) != {path}:
+                continue
+            if path not in verdicts:  # what the test runs, by scope: a library's unused compile() is no reach
+                files = self.project.files
+                mine = [(path, q) for q in files[path].scopes]
+                reached = set(mine) | graph.descendants(mine)
+                verdicts[path] = not files[path].imports_xla and COMPILE_FACT not in files[path].facts and not any(
+                    files[p].imports_xla or COMPILES in files[p].scopes[q].tags
+                    for p, q in reached if p in files and q in files[p].scopes)
+            if verdicts[path]:
+                found.append(cls)
+        return found
 
     def _eager_entrance(self, node: Node, moved: bool, eager: dict) -> tuple[tuple[str, ...], str] | None:
         """Why an entrance is eager, as (classes it is built by, innermost first; the base reason)."""

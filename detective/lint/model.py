@@ -18,6 +18,8 @@ DEFAULT_MIN_SEVERITY = "warning"
 
 # Scope tag: every way through the function needs a CUDA device (detective.lint.cuda_only).
 NEEDS_CUDA = "needs-cuda"
+# Scope tag: the function calls torch.compile or a torch._dynamo/torch.compiler API.
+COMPILES = "compiles"
 
 
 def at_least(severity: str, minimum: str) -> bool:

@@ -1231,3 +1231,87 @@ def test_a_module_built_on_cuda_and_handed_to_a_project_compile_helper_stays_a_w
                 return torch.compile(model)
         """})
     assert set(_severities(files).values()) == {"warning"}
+
+
+# --- reach: modules defined and run only in a test with no XLA or compile in reach: sample-j -----
+
+LEAF_TEST = {
+    "pkg/__init__.py": "",
+    "pkg/train.py": """
+        import torch
+
+        def compile_model(model):
+            return torch.compile(model)
+    """,
+    "tests/unit/test_leaf.py": """
+        import torch
+
+        class ChooseByCounter(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.counter = 0
+
+            def forward(self, x):
+                self.counter += 1
+                if x.sum() > 0:
+                    return x
+                return -x
+
+        def run(cls):
+            model = cls()
+            return model(torch.ones(2))
+
+        def test_leaf():
+            run(ChooseByCounter)
+    """,
+}
+
+
+def test_a_module_defined_and_run_only_in_an_eager_test_is_info_with_its_reason():
+    found = {(f.path, f.line, f.code): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in LEAF_TEST.items()})}
+    assert {k: s for k, (s, _) in found.items()} == {
+        ("tests/unit/test_leaf.py", 10, "RC003"): "info", ("tests/unit/test_leaf.py", 11, "RC002"): "info"}
+    assert ("ChooseByCounter is defined and used only in tests/unit/test_leaf.py, a test that neither "
+            "compiles nor uses torch_xla") in found[("tests/unit/test_leaf.py", 11, "RC002")][1]
+
+
+def test_a_test_module_in_reach_of_xla_or_compile_or_used_elsewhere_stays_a_warning():
+    test = LEAF_TEST["tests/unit/test_leaf.py"]
+    compiled = dict(LEAF_TEST, **{"tests/unit/test_leaf.py": test.replace(
+        "return model(torch.ones(2))", "return torch.compile(model)(torch.ones(2))")})
+    on_xla = dict(LEAF_TEST, **{"tests/unit/test_leaf.py": "import torch_xla\n" + textwrap.dedent(test)})
+    via_helper = dict(LEAF_TEST, **{"tests/unit/test_leaf.py": test.replace(
+        "import torch\n", "import torch\n        from pkg.train import compile_model\n", 1).replace(
+        "model = cls()", "model = compile_model(cls())")})
+    shared = dict(LEAF_TEST, **{"tests/unit/test_other.py": """
+        from tests.unit.test_leaf import ChooseByCounter
+
+        def test_other():
+            ChooseByCounter()
+    """})
+    not_a_test = {"pkg/__init__.py": "", "pkg/train.py": LEAF_TEST["pkg/train.py"],
+                  "pkg/leaf.py": test}
+    module_compile = dict(via_helper, **{"pkg/train.py": """
+        def compile_model(model):
+            model.compile(backend="inductor")
+            return model
+    """})
+    for files in (compiled, on_xla, via_helper, module_compile, shared, not_a_test):
+        assert set(_severities(files).values()) == {"warning"}, files.keys()
+    # A helper that only asks whether compilation is on compiles nothing.
+    asks = dict(via_helper, **{"pkg/train.py": """
+        import torch
+
+        def compile_model(model):
+            return model if torch.compiler.is_compiling() else model
+    """})
+    assert set(_severities(asks).values()) == {"info"}
+
+
+def test_test_paths_follow_pytest_conventions():
+    from detective.lint.discovery import is_test_path
+
+    assert all(map(is_test_path, ["tests/unit/x.py", "test/test_a.py", "pkg/test_models.py",
+                                  "pkg/models_test.py", "conftest.py", "a/testing/util.py"]))
+    assert not any(map(is_test_path, ["pkg/attest.py", "pkg/contest_x.py", "latest/model.py", "tests.py"]))
