@@ -359,13 +359,21 @@ def sample_precision(rows: list[dict]) -> dict:
     return out
 
 
+def sample_paths(directory: Path) -> list[Path]:
+    """Sample files oldest first (sample.csv, then sample-a, -b ...): a later sample's verdict
+    on the same finding (a re-judged draw, --include-judged) is the one the census keeps."""
+    return sorted(directory.glob(SAMPLE_GLOB), key=lambda p: (p.stem != "sample", p.stem))
+
+
 def census(findings: dict[str, list[dict]], rows: list[dict]) -> dict:
     """Every whole-repository finding of this linter, with the verdict any sample gave it.
 
     Samples exclude what earlier samples drew, so once they have covered the population
     this is precision over all findings users meet, not an estimate from a draw; the
     verdicts come from the judges of the samples named in ``by_sample`` (criteria differ
-    between judges, so the split is printed with it)."""
+    between judges, so the split is printed with it). A finding judged in more than one
+    sample (``--include-judged`` draws) keeps the verdict of the newest: ``rows`` come
+    oldest first."""
     verdicts = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in rows}
     current = {(repo, f["path"], f["line"], f["code"]) for repo, items in findings.items() for f in items}
     total: Counter = Counter()
@@ -478,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by-repo", action="store_true", help="also print precision and recall per repository")
     ap.add_argument("--json", type=Path, help="also write the full results as JSON here")
     ap.add_argument("--draw-sample", type=int, metavar="N", help="write N whole-repository findings drawn at random to --sample-out, leaving out those already in a sample file")
+    ap.add_argument("--include-judged", action="store_true",
+                    help="with --draw-sample: draw from every current finding, judged before or not (a fresh "
+                         "estimate under one judge's criterion; the census keeps the newest verdict)")
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--sample-out", type=Path, help=f"where --draw-sample writes (default: {SAMPLE_DIR}/sample_draw.csv)")
     ap.add_argument("--keep", type=Path, help="check out into this directory and keep it")
@@ -508,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         sites = [s for s in sites if s.repo in wanted]
     if args.split:
         sites = [s for s in sites if s.split == args.split]
-    sample_files = args.sample or sorted(SAMPLE_DIR.glob(SAMPLE_GLOB))
+    sample_files = args.sample or sample_paths(SAMPLE_DIR)
     sample_rows = [row for p in sample_files for row in read_sample(p)]
     if args.repos:
         sample_rows = [r for r in sample_rows if r["repo"] in wanted]
@@ -611,8 +622,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.draw_sample:
             out = draw_out
-            judged = {(r["repo"], r["path"], int(r["line"]), r["code"])
-                      for p in sample_files if p.resolve() != out.resolve() for r in read_sample(p, judged_only=False)}
+            judged = set() if args.include_judged else {
+                (r["repo"], r["path"], int(r["line"]), r["code"])
+                for p in sample_files if p.resolve() != out.resolve() for r in read_sample(p, judged_only=False)}
             n = draw_sample(args.draw_sample, args.seed, all_findings["repo"], snaps, out, linter, judged)
             print(f"\ndrew {n} findings at random (seed {args.seed}) into {out}: judge each by reading the code")
 

@@ -33,3 +33,15 @@ def test_census_joins_current_findings_with_sample_verdicts():
     assert c["by_sample"] == {"s1": {"right": 1}, "s2": {"wrong": 1}, "-": {"not judged": 1}}
     assert c["precision"] == 0.5
     assert abs(c["precision_strict"] - 1 / 3) < 1e-9
+
+
+def test_a_finding_judged_twice_keeps_the_newest_samples_verdict(tmp_path):
+    module = _module()
+    for name in ("sample-b.csv", "sample.csv", "sample-k.csv", "sample-a.csv"):
+        (tmp_path / name).write_text("")
+    assert [p.name for p in module.sample_paths(tmp_path)] == [
+        "sample.csv", "sample-a.csv", "sample-b.csv", "sample-k.csv"]
+    findings = {"o/r": [{"path": "a.py", "line": 3, "code": "RC001"}]}
+    rows = [{"repo": "o/r", "path": "a.py", "line": "3", "code": "RC001", "judgement": j, "sample": s}
+            for s, j in (("sample-a", "right"), ("sample-k", "wrong"))]
+    assert module.census(findings, rows)["by_sample"] == {"sample-k": {"wrong": 1}}
