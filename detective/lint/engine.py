@@ -18,7 +18,7 @@ from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
-from detective.lint.model import ChainLink, FileSummary, Finding, at_least
+from detective.lint.model import ChainLink, FileSummary, Finding, at_least, only_through
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
 from detective.lint.arg_facts import ArgFacts
@@ -302,8 +302,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                 via = project.cuda_only_via(path)
                 if via is not None:  # flash-attention kernels, .cuda(): never on an XLA host
                     severity = "info"
-                    message += (f" (only reached through {_describe(project, via).function}, which needs "
-                                f"CUDA: not on an XLA host, but real under torch.compile on a GPU)")
+                    message += f" ({only_through(_describe(project, via).function)})"
                 elif severity == "warning":  # roots entered only from eager code (lint/entrances.py)
                     eager = eager or EagerRoots(project, facts.targets)
                     why = eager.via(path)

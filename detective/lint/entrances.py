@@ -45,7 +45,7 @@ class and is called only from eager code is not followed (its callers are not en
 from __future__ import annotations
 
 from detective.lint.discovery import is_test_path
-from detective.lint.model import COMPILES, NEEDS_CUDA
+from detective.lint.model import COMPILES, NEEDS, NEEDS_CUDA, only_through
 from detective.lint.project_facts import COMPILE_FACT
 
 Node = tuple[str, str]  # (path, qualname)
@@ -234,7 +234,7 @@ class EagerRoots:
         if moved and cuda_ok:
             return (), f"in {where}, which moves it to CUDA: eager on a GPU, not on an XLA host"
         if node in self.cuda and cuda_ok:
-            return (), f"in {where}, which needs CUDA: eager on a GPU, not on an XLA host"
+            return (), f"in {where}, which {NEEDS}: eager, not on an XLA host"
         if node in self.disabled:
             return (), (f"in {where}, which @{self.disabled[node]} excludes from torch.compile; "
                         "this project does not target torch_xla")
@@ -276,6 +276,5 @@ class EagerRoots:
                 return (f"only reached through {self._name(node)}, which @{self.disabled[node]} excludes "
                         "from torch.compile; this project does not target torch_xla")
             if node in self.cuda:
-                return (f"only reached through {self._name(node)}, which needs CUDA: not on an XLA host, "
-                        "but real under torch.compile on a GPU")
+                return only_through(self._name(node))
         return None

@@ -18,7 +18,17 @@ DEFAULT_MIN_SEVERITY = "warning"
 
 # Scope tag: every way through the function needs a CUDA device (detective.lint.cuda_only).
 NEEDS_CUDA = "needs-cuda"
-# Scope tag: the function calls torch.compile or a torch._dynamo/torch.compiler API.
+# What such a function needs, as findings say it ("... which needs CUDA or ...").
+NEEDS = "needs CUDA or a CPU/CUDA-only kernel"
+
+
+def only_through(name: str) -> str:
+    """Why a finding reached only through ``name`` (tagged needs-cuda) is info."""
+    return f"only reached through {name}, which {NEEDS}: never on an XLA host, but real under torch.compile"
+
+
+# Scope tag: the function calls a compiler (torch.compile, torch._dynamo.optimize,
+# torch_xla.compile, module.compile(backend=...)): lint/bindings.py.
 COMPILES = "compiles"
 
 

@@ -506,6 +506,43 @@ def test_a_module_that_moves_a_tensor_with_cuda_on_every_call_is_info():
     assert {(c, s) for _, _, c, s in lint({"q.py": optional})} == {("RC001", "warning")}
 
 
+ASG = """
+    import torch
+
+    class ASGCriterion(torch.nn.Module):
+        def step(self):
+            return self.progress.item() < 10
+
+        def forward(self, emissions, lengths):
+            self.step()
+            n = lengths[0].item()
+            return self.asg.forward(emissions[:, :n], lengths)
+
+        def __init__(self, labels):
+            from flashlight.lib.sequence.criterion import ASGLoss
+
+            super().__init__()
+            self.asg = ASGLoss(labels)
+            self.progress = torch.nn.Parameter(torch.tensor([0]), requires_grad=False)
+"""
+
+
+def test_a_criterion_whose_kernel_attribute_has_no_xla_backend_is_info():
+    # flashlight's ASG loss runs on CPU or CUDA memory only; __init__ builds it after forward.
+    found = lint({"asg.py": ASG})
+    assert {(line, c, s) for _, line, c, s in found} == {
+        (6, "RC001", "info"), (10, "RC001", "info"), (11, "RC109", "info")}
+    # The attribute built by a plain module: the criterion may run on XLA.
+    plain = ASG.replace("self.asg = ASGLoss(labels)", "self.asg = torch.nn.CTCLoss()")
+    assert {s for _, _, _, s in lint({"asg.py": plain})} == {"warning"}
+    # The kernel called on one side of a branch only: the other side may run on XLA.
+    optional = ASG.replace("            return self.asg.forward(emissions[:, :n], lengths)",
+                           "            if self.fast:\n"
+                           "                return self.asg.forward(emissions[:, :n], lengths)\n"
+                           "            return emissions[:, :n].sum()")
+    assert {s for _, _, _, s in lint({"asg.py": optional})} == {"warning"}
+
+
 # --- project-level facts (targets; optional keys): sample-d W1, W8 ------------------------------
 
 FILL = """
