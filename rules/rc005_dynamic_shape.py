@@ -89,6 +89,18 @@ if __name__ == "__main__":
     assert os.environ["XLA_EXPERIMENTAL"] != ""
 """
         ),
+        Valid(  # NumPy's unique, and a mask over a NumPy array: host code, no graph
+            """
+import numpy as np
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, sz: int):
+        idc = np.asarray([3, 1, 3, 7])
+        idc = np.unique(idc[idc < sz])
+        return x[:, :4] * torch.from_numpy(idc).to(x.device)
+"""
+        ),
         Valid(
             """
 import torch
@@ -314,7 +326,7 @@ class Merge(torch.nn.Module):
         context = self.context
         dotted = context.resolve(node.func) or ""
         is_torch = dotted.startswith("torch.") and dotted.count(".") == 1
-        method = T.call_method_name(node)
+        method = None if context.library_function(node.func) else T.call_method_name(node)
         name = dotted.rsplit(".", 1)[-1] if is_torch else method
         if name is None:
             return

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
 from detective.lint.model import NEEDS_CUDA, FileSummary
@@ -22,10 +23,6 @@ Node = tuple[str, str]  # (path, qualname)
 
 TRACED_METHODS = ("forward", "__call__")
 FUNCTION_METHODS = ("forward", "backward")
-NON_TENSOR_LIBRARIES = frozenset({
-    "numpy", "math", "random", "pandas", "scipy", "sklearn", "json", "os", "re", "time",
-    "itertools", "collections", "functools", "string", "statistics", "decimal", "fractions",
-})
 # Methods of list, dict and set: on an attribute of unknown type, no project namesake is meant.
 CONTAINER_METHODS = frozenset({
     "append", "extend", "insert", "remove", "pop", "clear", "copy", "update", "get", "items", "keys",

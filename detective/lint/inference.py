@@ -378,8 +378,7 @@ class TensorInference:
                 return True
             if method in T.NON_TENSOR_METHODS:
                 return False
-            if isinstance(func.value, cst.Name) and func.value.value in T.MODULE_ALIASES \
-                    and not any(func.value.value in f.locals for f in self.model.functions):
+            if self.model.library_function(func):
                 return False  # np.max(y), math.sqrt(n): a library function, not a tensor method
             if method in T.TENSOR_ONLY_METHODS:
                 # Evidence enough on its own; a receiver taken for a tensor on trust can

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.api_names import COMPILE_CALLS, COMPILER_MODULES
+from detective.lint.api_names import COMPILE_CALLS, COMPILER_MODULES, NON_TENSOR_LIBRARIES
 from detective.lint.bindings import Bindings
 from detective.lint.inference import TensorInference
 from detective.lint.model import ClassInfo, Scope
@@ -139,6 +139,21 @@ class SemanticModel(Bindings):
         if not isinstance(func, cst.Name):
             return False
         return func.value in self.imports or any(func.value in f.aliases for f in self.functions)
+
+    def library_function(self, func: cst.BaseExpression) -> bool:
+        """``np.unique(m)``, ``math.sqrt(n)``, ``np.random.default_rng()``: a function of a
+        non-tensor library (imported, or under its conventional alias), no tensor method."""
+        if not isinstance(func, cst.Attribute):
+            return False
+        head = func.value
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name) or any(head.value in f.locals for f in self.functions):
+            return False
+        if head.value in T.MODULE_ALIASES:
+            return True
+        return self.is_import_alias(func) \
+            and (self.resolve(func) or "").split(".", 1)[0] in NON_TENSOR_LIBRARIES
 
     def call_target(self, func: cst.BaseExpression) -> str | None:
         """What a call resolves to later, across files: ``self.m``, ``super.m``, a dotted
