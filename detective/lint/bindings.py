@@ -297,7 +297,8 @@ class Bindings:
 
 
 def _is_python_value(value: cst.BaseExpression, infer) -> bool:
-    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``: no tensor."""
+    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``, ``return t.numpy()``:
+    no tensor."""
     if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
         return True
     if isinstance(value, cst.Name):
@@ -306,6 +307,8 @@ def _is_python_value(value: cst.BaseExpression, infer) -> bool:
         return True  # and is_tensor said no
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):
         return True
+    if isinstance(value, cst.Call) and T.call_method_name(value) == "numpy":
+        return True  # return dist.argmin(1).cpu().numpy(): NumPy, no tensor
     return infer.is_host_value(value)
 
 

@@ -109,7 +109,7 @@ class Project(ClassHierarchy):
     def _dotted(self, dotted: str, origin: FileSummary, depth: int) -> Node | None:
         parts = dotted.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            candidates = self.by_module.get(".".join(parts[:cut]))
+            candidates = self.modules_named(".".join(parts[:cut]))
             if candidates:
                 return self._in_file(closest(candidates, origin), parts[cut:], depth)
         return None

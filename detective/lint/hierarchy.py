@@ -29,7 +29,7 @@ class ClassHierarchy:
             return (origin.path, name) if name in origin.classes else None
         parts = target.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            candidates = self.by_module.get(".".join(parts[:cut]))
+            candidates = self.modules_named(".".join(parts[:cut]))
             if candidates:
                 summary = closest(candidates, origin)
                 rest = ".".join(parts[cut:])
@@ -143,11 +143,22 @@ class ClassHierarchy:
     def _defines(self, cls: Node, method: str) -> bool:
         return self.find_method(cls, method) is not None
 
+    def modules_named(self, dotted: str) -> list[FileSummary]:
+        """The files of module ``dotted``. A directory without ``__init__.py`` inside a package
+        is a namespace subpackage to Python (fairseq's ``examples.hubert.simple_kmeans``), while
+        its files were named from their own directory (``dump_km_label``): matched by path too."""
+        found = self.by_module.get(dotted)
+        if found or "." not in dotted:
+            return found or []
+        tail = "/" + dotted.replace(".", "/") + ".py"
+        return [s for s in self.by_module.get(dotted.rsplit(".", 1)[1], ())
+                if ("/" + s.path.replace(os.sep, "/")).endswith(tail)]
+
     def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
         """The project file an imported dotted name lives in (longest module prefix)."""
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):
-            candidates = self.by_module.get(".".join(parts[:cut]))
+            candidates = self.modules_named(".".join(parts[:cut]))
             if candidates:
                 return closest(candidates, origin)
         return None

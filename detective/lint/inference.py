@@ -189,7 +189,11 @@ class TensorInference:
         veto-only assumptions (``~target``): a finding on it stands unless the call is
         known to give no tensor (NumPy, a project helper returning a Python value)."""
         mark = len(self.assumed)
-        self.is_tensor(node)
+        if not self.is_tensor(node) and isinstance(node, cst.Call):
+            target = self.model.call_target(node.func)
+            if target and target.startswith("self."):
+                # self.kmeans(feats).tolist(): the method's return summary may say NumPy
+                self.assumed.append(target)
         self.assumed[mark:] = [t if t.startswith("~") else f"~{t.lstrip('?')}" for t in self.assumed[mark:]]
 
     def on_host(self, node: cst.BaseExpression) -> bool:

@@ -843,6 +843,58 @@ def test_a_nested_helper_given_a_numpy_row_is_no_tensor_code():
     assert found == [("vision.py", 24, "RC001", "warning")]
 
 
+KMEANS = """
+    import numpy as np
+    import torch
+
+    class ApplyKmeans:
+        def __init__(self, centers):
+            self.C = centers
+
+        def __call__(self, x):
+            if self.on_host:
+                return np.argmin(x @ self.C, axis=1)
+            return (x @ self.C).argmin(dim=1).cpu().numpy()
+
+    class Codebook:
+        def __call__(self, x):
+            return (x @ self.C).argmin(dim=1)
+"""
+
+
+def test_an_attribute_whose_call_returns_numpy_is_no_tensor_across_a_namespace_package():
+    files = {
+        "examples/__init__.py": "",
+        # No __init__.py in examples/hubert: named `kmeans` from its directory, imported as
+        # examples.hubert.kmeans (a namespace subpackage of examples).
+        "examples/hubert/kmeans.py": KMEANS,
+        "examples/bench/core.py": """
+            import torch
+            from examples.hubert.kmeans import ApplyKmeans, Codebook
+
+            class Extractor(torch.nn.Module):
+                def __init__(self, path):
+                    super().__init__()
+                    self.kmeans = ApplyKmeans(path)
+                    self.codes = Codebook()
+
+                def forward(self, feats):
+                    units = self.kmeans(feats).tolist()     # NumPy: no host read
+                    return units, self.codes(feats).tolist()  # a tensor: a real one
+        """,
+    }
+    found = [f for f in lint(files) if f[0] == "examples/bench/core.py"]
+    assert found == [("examples/bench/core.py", 13, "RC001", "warning")]
+    # Every way out a .numpy() (no NumPy function to resolve): still NumPy.
+    host = files | {"examples/hubert/kmeans.py": KMEANS.replace("np.argmin(x @ self.C, axis=1)",
+                                                                "x.cpu().numpy()")}
+    assert [f for f in lint(host) if f[0] == "examples/bench/core.py"] == found
+    # A device tensor on one way out: the read stands.
+    tensor = files | {"examples/hubert/kmeans.py": KMEANS.replace(".argmin(dim=1).cpu().numpy()",
+                                                                  ".argmin(dim=1)")}
+    assert ("examples/bench/core.py", 12, "RC001", "warning") in lint(tensor)
+
+
 def test_a_size_from_a_library_function_is_not_per_call_data():
     found = lint({
         "m.py": """
