@@ -12,7 +12,20 @@ from detective.lint.rule import Invalid, Rule, Valid
 SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
 STEPPING = STEP_CONTEXTS | STEP_TRACES
 NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+CPU_NOTE = " (a CPU tensor: no XLA program, but a new shape under torch.compile)"
 SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
+
+
+CPU_SLICE = """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, x, lengths):
+        n = lengths.max().item()                 # the sync: RC001
+        mask = torch.zeros(64, 64)               # made on the CPU
+        mask[:, n:] = 1                          # CPU slicing: no XLA program
+        return x + mask.to(x.device)
+"""
 
 
 class PythonConstantSlice(Rule):
@@ -33,6 +46,12 @@ class PythonConstantSlice(Rule):
     tensor, unless the bound also has a reason that needs no trust (`.item()`). Likewise a
     def nested in a function whose every call passes it such a value (a row of
     `masks = np.zeros(...)`) takes it on the same trust, so NumPy work is not flagged.
+
+    A slice of a tensor made on the CPU in the function (`torch.zeros(n, n)` with no
+    `device=`, a `.cpu()` copy, what is computed from those alone) is `info`: on XLA it is
+    host work that makes no program (the tensor reaches the device as data); under
+    `torch.compile` it is still a new shape. The size of such a factory stays a warning:
+    `torch.arange(n).to(device)` is a device tensor of a new shape for every `n`.
 
     ## Why is this bad?
     A Python int in a slice or a size is a constant of the traced graph and decides
@@ -85,8 +104,23 @@ class Net(torch.nn.Module):
         return out
 """
         ),
+        Valid(CPU_SLICE),  # info only: the sliced tensor is made on the CPU, moved to the device at the end
     ]
     INVALID = [
+        Invalid(CPU_SLICE, line=8, severity="info"),  # the CPU slice, shown at info
+        Invalid(  # the same mask made on the device: each new bound is a new graph
+            """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, x, lengths):
+        n = lengths.max().item()                 # the sync: RC001
+        mask = torch.zeros(64, 64, device=x.device)
+        mask[:, n:] = 1                          # a new graph per n
+        return x + mask.to(x.device)
+""",
+            line=8,
+        ),
         Invalid(
             """
 import torch
@@ -118,7 +152,7 @@ def positions(x, batch_list):
 import torch
 import torch_xla
 
-x = torch.randn(64)
+x = torch.randn(64, device=torch_xla.device())
 for step in range(10):
     y = x[: step + 1].sum()
     torch_xla.sync()
@@ -141,12 +175,12 @@ class MoE(torch.nn.Module):
 
     def __init__(self, context):
         super().__init__(context)
-        self._self_slices: list[tuple] = []  # node, attr, what, label, scope, class
+        self._self_slices: list[tuple] = []  # node, attr, what, label, scope, class, on the CPU
         self._mutated: dict[int, set[str]] = {}  # id(class frame) -> attrs bumped outside __init__
         # scope -> names bound from per-call values -> the calls taken for tensors on the way
         # (reported with a finding that rests on the name, so the cross-file pass can drop it)
         self._varying: dict[str, dict[str, tuple[str, ...]]] = {}
-        self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str]]]] = []
+        self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str, bool]]]] = []
         self._outer_loops: list[list] = []
         self._stepping: set[int] = set()  # depths of loops whose body holds a step block
 
@@ -169,8 +203,8 @@ class MoE(torch.nn.Module):
         counters, pending = self._loops.pop()
         region = self.context.current_region()
         if region is not None and region.node is node and (self.context.region_is_step(region) or stepping):
-            for target, message, index, subject in pending:
-                self.report(target, message, at_index=index, subject=subject)
+            for target, message, index, subject, cpu in pending:
+                self._report(target, message, subject, cpu, at_index=index)
 
     leave_While = leave_For
 
@@ -208,11 +242,16 @@ class MoE(torch.nn.Module):
 
     # ---------------------------------------------------------------- matches
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        cpu = None  # a slice of a tensor made on the CPU makes no XLA program: info (asked once)
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Slice):
                 for bound in (index.lower, index.upper, index.step):
-                    if bound is not None and self._check(bound, node, "slice bound", ""):
+                    if bound is None:
+                        continue
+                    if cpu is None:
+                        cpu = self.context.made_on_cpu(node.value)
+                    if self._check(bound, node, "slice bound", "", cpu):
                         return
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -238,18 +277,19 @@ class MoE(torch.nn.Module):
             if self._check(size, node, f"`torch.{name}` size", f"torch.{name}"):
                 return
 
-    def _check(self, expr, node, what: str, label: str) -> bool:
-        """``label``: the callee named in ``what`` (the finding's subject), if any."""
+    def _check(self, expr, node, what: str, label: str, cpu: bool = False) -> bool:
+        """``label``: the callee named in ``what`` (the finding's subject), if any; ``cpu``:
+        the sliced tensor was made on the CPU."""
         attr = _uses_self_attr(expr)
         if attr is not None and self.context.cls is not None:
             self._self_slices.append((node, attr, what, label, self.context.scope.qualname,
-                                      self.context.cls))
+                                      self.context.cls, cpu))
             # self.n * capacity: the attribute is judged at the end of the class; the other
             # operands still count now.
             why, name = self._why(expr)
             if why:
-                self.report(node, f"{what} computed from {why}, which changes from call to call: each new "
-                            "value is a new graph; pad to a fixed size or mask instead", subject=label or name)
+                self._report(node, f"{what} computed from {why}, which changes from call to call: each new "
+                             "value is a new graph; pad to a fixed size or mask instead", label or name, cpu)
             return True
         counter = self._loop_counter(expr)
         if counter is not None:
@@ -258,14 +298,19 @@ class MoE(torch.nn.Module):
             if region is not None and pending is not None:
                 pending.append((node, f"{what} uses the step-loop counter `{counter}`: every step is a "
                                 f"new shape and a new program; keep shapes static and mask instead",
-                                region.current, label or counter))
+                                region.current, label or counter, cpu))
             return True
         why, name = self._why(expr)
         if why:
-            self.report(node, f"{what} computed from {why}, which changes from call to call: each new "
-                        "value is a new graph; pad to a fixed size or mask instead", subject=label or name)
+            self._report(node, f"{what} computed from {why}, which changes from call to call: each new "
+                         "value is a new graph; pad to a fixed size or mask instead", label or name, cpu)
             return True
         return False
+
+    def _report(self, node, message: str, subject: str, cpu: bool, **kwargs) -> None:
+        """A slice of a CPU tensor is host work on XLA (a new shape only under torch.compile): info."""
+        self.report(node, message + (CPU_NOTE if cpu else ""), subject=subject,
+                    severity="info" if cpu else "warning", **kwargs)
 
     def _loop_counter(self, expr) -> str | None:
         if not self._loops:
@@ -323,14 +368,14 @@ class MoE(torch.nn.Module):
         mutated = self._mutated.pop(id(cls), set())
         keep = []
         for item in self._self_slices:
-            target, attr, what, label, scope, owner = item
+            target, attr, what, label, scope, owner, cpu = item
             if owner is not cls:
                 keep.append(item)
                 continue
             if attr in mutated and attr not in cls.tensor_attrs:
-                self.report(target, f"{what} uses `self.{attr}`, a Python number that changes between "
-                            "calls: each new value is a new graph; keep shapes static and mask instead",
-                            scope=scope, subject=label or f"self.{attr}")
+                self._report(target, f"{what} uses `self.{attr}`, a Python number that changes between "
+                             "calls: each new value is a new graph; keep shapes static and mask instead",
+                             label or f"self.{attr}", cpu, scope=scope)
         self._self_slices = keep
 
 
