@@ -23,7 +23,7 @@ class Encoder(torch.nn.Module):
     def forward(self, x, lengths):
         n = lengths.max().item()                 # the sync: RC001
         mask = torch.zeros(64, 64)               # made on the CPU
-        mask[:, n:] = 1                          # CPU slicing: no XLA program
+        mask[:, n:] = 1                          # a bound read from a tensor
         return x + mask.to(x.device)
 """
 
@@ -108,19 +108,9 @@ class Net(torch.nn.Module):
     ]
     INVALID = [
         Invalid(CPU_SLICE, line=8, severity="info"),  # the CPU slice, shown at info
-        Invalid(  # the same mask made on the device: each new bound is a new graph
-            """
-import torch
-
-class Encoder(torch.nn.Module):
-    def forward(self, x, lengths):
-        n = lengths.max().item()                 # the sync: RC001
-        mask = torch.zeros(64, 64, device=x.device)
-        mask[:, n:] = 1                          # a new graph per n
-        return x + mask.to(x.device)
-""",
-            line=8,
-        ),
+        # The same mask made on the device: each new bound is a new graph.
+        Invalid(CPU_SLICE.replace("zeros(64, 64)               # made on the CPU",
+                                  "zeros(64, 64, device=x.device)  # on the device"), line=8),
         Invalid(
             """
 import torch
