@@ -7,25 +7,15 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint import policy as P
 from detective.lint.regions import STEP_CONTEXTS, STEP_TRACES
-from detective.lint.rule import Invalid, Rule, Valid
+from detective.lint.rule import Rule
+from detective.lint.walker import walk
+from detective.rules import _rc109_examples as examples
 
 SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
 STEPPING = STEP_CONTEXTS | STEP_TRACES
 NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
 CPU_NOTE = " (a CPU tensor: no XLA program, but a new shape under torch.compile)"
 SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
-
-
-CPU_SLICE = """
-import torch
-
-class Encoder(torch.nn.Module):
-    def forward(self, x, lengths):
-        n = lengths.max().item()                 # the sync: RC001
-        mask = torch.zeros(64, 64)               # made on the CPU
-        mask[:, n:] = 1                          # a bound read from a tensor
-        return x + mask.to(x.device)
-"""
 
 
 class PythonConstantSlice(Rule):
@@ -53,6 +43,11 @@ class PythonConstantSlice(Rule):
     `torch.compile` it is still a new shape. The size of such a factory stays a warning:
     `torch.arange(n).to(device)` is a device tensor of a new shape for every `n`.
 
+    A value that varies only through names bound under a parameter test (`if sigmoid:
+    threshold = torch.sigmoid(threshold).item()`) carries that test: where no call in the
+    project passes the parameter a true value, the bound never varies there and the finding
+    is `info`, as code under the test itself is (`lint/arg_facts.py`).
+
     ## Why is this bad?
     A Python int in a slice or a size is a constant of the traced graph and decides
     output shapes. Every new value is a new program: torch_xla compiles once per
@@ -77,91 +72,8 @@ class PythonConstantSlice(Rule):
     ```
     """
 
-    VALID = [
-        Valid(
-            """
-import torch
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.width = 16          # set once: a real constant
-
-    def forward(self, x):
-        n = x.shape[1]
-        return x[:, : self.width] + torch.arange(n)
-"""
-        ),
-        Valid(
-            """
-import torch
-
-class Net(torch.nn.Module):
-    def forward(self, x):
-        out = x
-        for i in range(4):       # unrolled the same way every call
-            out = out + x[:, :i]
-        return out
-"""
-        ),
-        Valid(CPU_SLICE),  # info only: the sliced tensor is made on the CPU, moved to the device at the end
-    ]
-    INVALID = [
-        Invalid(CPU_SLICE, line=8, severity="info"),  # the CPU slice, shown at info
-        # The same mask made on the device: each new bound is a new graph.
-        Invalid(CPU_SLICE.replace("zeros(64, 64)               # made on the CPU",
-                                  "zeros(64, 64, device=x.device)  # on the device"), line=8),
-        Invalid(
-            """
-import torch
-
-class Block(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.step = 0
-
-    def forward(self, x):
-        self.step += 1
-        return x[:, : self.step]
-""",
-            line=11,
-        ),
-        Invalid(
-            """
-import torch
-import torch_xla
-
-@torch_xla.compile
-def positions(x, batch_list):
-    return x + torch.arange(len(batch_list))
-""",
-            line=7,
-        ),
-        Invalid(
-            """
-import torch
-import torch_xla
-
-x = torch.randn(64, device=torch_xla.device())
-for step in range(10):
-    y = x[: step + 1].sum()
-    torch_xla.sync()
-""",
-            line=7,
-        ),
-        Invalid(
-            """
-import math
-import torch
-
-class MoE(torch.nn.Module):
-    def forward(self, tokens, batch):
-        cap = math.ceil(1.25 * batch["ntokens"] / 8)  # from a batch field
-        return tokens.new_zeros(8 * cap, tokens.shape[-1])
-""",
-            line=8,
-        ),
-    ]
+    VALID = examples.VALID
+    INVALID = examples.INVALID
 
     def __init__(self, context):
         super().__init__(context)
@@ -170,6 +82,9 @@ class MoE(torch.nn.Module):
         # scope -> names bound from per-call values -> the calls taken for tensors on the way
         # (reported with a finding that rests on the name, so the cross-file pass can drop it)
         self._varying: dict[str, dict[str, tuple[str, ...]]] = {}
+        # scope -> name -> parameter guards every varying assignment of it was made under
+        # (`if sigmoid: t = t.sigmoid().item()`): dead in the repository, the name never varies.
+        self._varying_guards: dict[str, dict[str, tuple[str, ...]]] = {}
         self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str, bool]]]] = []
         self._outer_loops: list[list] = []
         self._stepping: set[int] = set()  # depths of loops whose body holds a step block
@@ -219,10 +134,38 @@ class MoE(torch.nn.Module):
         mark = len(assumed)
         why, _ = self._why(node.value)
         if why:
-            names = self._varying.setdefault(self.context.scope.qualname, {})
+            scope = self.context.scope.qualname
+            names = self._varying.setdefault(scope, {})
+            guards = self._varying_guards.setdefault(scope, {})
             taken = tuple(assumed[mark:])
+            here = self._evidence_guards(node.value)
             for target in node.targets:
-                names.update(dict.fromkeys(_target_names(target.target), taken))
+                for bound in _target_names(target.target):
+                    # Varying if any assignment runs: only guards common to all of them hold.
+                    guards[bound] = here if bound not in names else tuple(g for g in guards.get(bound, ())
+                                                                          if g in here)
+                    names[bound] = taken
+
+    def _evidence_guards(self, expr) -> tuple[str, ...]:
+        """Parameter guards under which ``expr`` varies: those of the current point, and those
+        every source of its variation was made under (a name assigned a host read inside
+        ``if sigmoid:``). A host read made here, or any other reason, is a source with none."""
+        context = self.context
+        here = context.guards.guarded_by() if context.guards.active else ()
+        scope = context.scope.qualname
+        varying, guards = self._varying.get(scope, {}), self._varying_guards.get(scope, {})
+        assumed = context.model.infer.assumed
+        mark = len(assumed)
+        sources: list[tuple[str, ...]] = []
+        for sub in _walk(expr):
+            if isinstance(sub, cst.Name) and sub.value in varying:
+                sources.append(guards.get(sub.value, ()))
+            elif isinstance(sub, (cst.Call, cst.Name)) and context.is_host_value(sub):
+                derived = [n for n in _all_names(sub) if n in varying]  # ceil(t * n): t's guards
+                sources.extend(guards.get(n, ()) for n in derived) if derived else sources.append(())
+        del assumed[mark:]
+        common = [g for g in sources[0] if all(g in other for other in sources[1:])] if sources else []
+        return tuple(dict.fromkeys((*here, *common)))
 
     def _note_mutation(self, target) -> None:
         cls = self.context.cls
@@ -279,7 +222,8 @@ class MoE(torch.nn.Module):
             why, name = self._why(expr)
             if why:
                 self._report(node, f"{what} computed from {why}, which changes from call to call: each new "
-                             "value is a new graph; pad to a fixed size or mask instead", label or name, cpu)
+                             "value is a new graph; pad to a fixed size or mask instead", label or name, cpu,
+                             guarded_by=self._evidence_guards(expr))
             return True
         counter = self._loop_counter(expr)
         if counter is not None:
@@ -293,7 +237,8 @@ class MoE(torch.nn.Module):
         why, name = self._why(expr)
         if why:
             self._report(node, f"{what} computed from {why}, which changes from call to call: each new "
-                         "value is a new graph; pad to a fixed size or mask instead", label or name, cpu)
+                         "value is a new graph; pad to a fixed size or mask instead", label or name, cpu,
+                         guarded_by=self._evidence_guards(expr))
             return True
         return False
 
@@ -386,6 +331,19 @@ def _walk(expr):
 
 def _names(expr) -> set[str]:
     return {n.value for n in _walk(expr) if isinstance(n, cst.Name)}
+
+
+def _all_names(expr) -> set[str]:
+    """Every name anywhere in ``expr`` (``_names`` stops at calls other than int/min/max...)."""
+    found: set[str] = set()
+
+    def visit(node) -> bool:
+        if isinstance(node, cst.Name):
+            found.add(node.value)
+        return True
+
+    walk(expr, visit, lambda node: None)
+    return found
 
 
 def _target_names(target) -> set[str]:

@@ -83,13 +83,15 @@ class Context:
 
     def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
-               subject: str = "", severity: str = "warning", project=((), ())) -> None:
+               subject: str = "", severity: str = "warning", project=((), ()), guarded_by=()) -> None:
         """Record a candidate; see :meth:`detective.lint.rule.Rule.report`."""
         if self.regions.dead_depth:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
         assumes = tuple(dict.fromkeys(self._assumed))
         guarded = self.guards.guarded_by() if self.guards.active else ()
+        if guarded_by:  # the evidence was made under these guards (a value set in `if P:`)
+            guarded = tuple(dict.fromkeys((*guarded, *guarded_by)))
         rests_on = self.model.infer.rests_on.pop(id(node), ()) if self.model.infer.rests_on else ()
         if self.regions.cuda_depth:
             severity = "info"

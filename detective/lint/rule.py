@@ -89,7 +89,7 @@ class Rule:
                replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
                after_calls: tuple[str, ...] = (), at_index: int | None = None,
                subject: str = "", severity: str = "warning", costs_on: tuple[str, ...] = (),
-               needs: tuple[str, ...] = ()) -> None:
+               needs: tuple[str, ...] = (), guarded_by: tuple[str, ...] = ()) -> None:
         """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
 
         ``subject`` is what the finding is about as the message shows it (``.item()``,
@@ -100,11 +100,13 @@ class Rule:
         run anything (see :data:`detective.lint.model.SEVERITIES`). ``costs_on``: the backends
         ("xla", "compile") where the match costs anything, when not every one; ``needs``:
         project facts of which one must hold for a warning (see
-        :mod:`detective.lint.project_facts`); otherwise the finding is "info".
+        :mod:`detective.lint.project_facts`); otherwise the finding is "info". ``guarded_by``:
+        parameter guards (``P``/``P+``, as :meth:`ParamGuards.guarded_by`) under which the
+        finding's evidence was made, added to those of the node itself.
         """
         self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
                             after_calls=after_calls, at_index=at_index, subject=subject,
-                            severity=severity, project=(tuple(costs_on), tuple(needs)))
+                            severity=severity, project=(tuple(costs_on), tuple(needs)), guarded_by=guarded_by)
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
