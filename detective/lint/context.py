@@ -104,6 +104,16 @@ class Context:
     def run(self, module: cst.Module) -> None:
         walk(module, self._on_visit, self._on_leave)
 
+    def close(self) -> None:
+        """Drop the walk's state once the file is summarised. Rules and facts point back at
+        the context, the model at its inference: left to the cyclic GC, every file's tree
+        waited for a full collection over a heap that grows with the run (1.5 of 13 CPU-s
+        linting torch nn + distributed); with the cycles cut it is freed at once."""
+        owners = {id(fn.__self__): fn.__self__ for table in (self._visit, self._leave)
+                  for fns in table.values() for fn in fns}
+        for owner in (*owners.values(), self.model.infer, self):
+            owner.__dict__.clear()
+
     def _on_visit(self, node: cst.CSTNode) -> bool:
         name = type(node).__name__
         self.regions.track(node)
