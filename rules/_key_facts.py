@@ -20,6 +20,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.project_facts import KEY_SET, OPTIONAL_KEY
 from detective.lint.rule import Facts
+from detective.lint.walker import syntax_children
 
 _CONFIG_ROOTS = frozenset({"self", "cls", "True", "False", "None"})
 
@@ -117,7 +118,7 @@ def _reads_data(node: cst.CSTNode, modules) -> bool:
         return _reads_data(node.value, modules)
     if isinstance(node, cst.Subscript):
         return True  # an element of something: data
-    children = node.children
+    children = syntax_children(node)  # tokens and whitespace hold no names
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
         children = node.args
     return any(_reads_data(child, modules) for child in children)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint.model import NEEDS_CUDA
+from detective.lint.walker import syntax_children
+
 # Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
 # CUDA-only ones, and flashlight/wav2letter, whose criteria run on CPU or CUDA memory
 # (they read data_ptr).
@@ -117,7 +119,7 @@ def _statements(body) -> tuple:
 def _contains(node: cst.CSTNode, ids: set[int]) -> bool:
     if id(node) in ids:
         return True
-    return any(_contains(child, ids) for child in node.children if not isinstance(child, _NESTED))
+    return any(_contains(child, ids) for child in syntax_children(node) if not isinstance(child, _NESTED))
 
 
 def _exits(node: cst.CSTNode) -> bool:
@@ -125,7 +127,7 @@ def _exits(node: cst.CSTNode) -> bool:
     an error path, not a way around the call."""
     if isinstance(node, (cst.Return, cst.Break, cst.Continue)):
         return True
-    return any(_exits(child) for child in node.children if not isinstance(child, _NESTED))
+    return any(_exits(child) for child in syntax_children(node) if not isinstance(child, _NESTED))
 
 
 def _must_run(statements, hits: set[int]) -> bool:

@@ -13,6 +13,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
+from detective.lint.walker import walk
 
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
 MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "_count", "_prob",
@@ -45,21 +46,6 @@ def _compares_values(value: cst.BaseExpression) -> bool:
     sides = [value.left, *(t.comparator for t in value.comparisons)]
     return not any(isinstance(s, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
                    or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
-
-
-class _IndexedByItem(cst.CSTVisitor):
-    """Finds ``<iterable>[<item>]`` in a loop body."""
-
-    def __init__(self, iterable: cst.BaseExpression, item: str):
-        super().__init__()
-        self.iterable, self.item, self.found = iterable, item, False
-
-    def visit_Subscript(self, node: cst.Subscript) -> bool:
-        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                and isinstance(node.slice[0].slice.value, cst.Name) and node.slice[0].slice.value.value == self.item \
-                and node.value.deep_equals(self.iterable):
-            self.found = True
-        return not self.found
 
 
 class TensorInference:
@@ -347,9 +333,19 @@ class TensorInference:
         del self.assumed[mark:]  # a question, not evidence a finding stands on
         if not tensor:
             return False  # only a loop over a supposed tensor is worth the look
-        finder = _IndexedByItem(loop.iter, loop.target.value)
-        loop.body.visit(finder)
-        return finder.found
+        iterable, item, found = loop.iter, loop.target.value, False
+
+        def indexed_by_item(node) -> bool:  # <iterable>[<item>]; stop looking once found
+            nonlocal found
+            if type(node) is cst.Subscript and len(node.slice) == 1 \
+                    and isinstance(node.slice[0].slice, cst.Index) \
+                    and isinstance(node.slice[0].slice.value, cst.Name) \
+                    and node.slice[0].slice.value.value == item and node.value.deep_equals(iterable):
+                found = True
+            return not found
+
+        walk(loop.body, indexed_by_item, lambda node: None)  # not .visit: it rebuilds the body
+        return found
 
     # ------------------------------------------------------------------ internals
     def _call_is_tensor(self, node: cst.Call) -> bool:

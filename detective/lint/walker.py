@@ -92,6 +92,29 @@ def walk(node: cst.CSTNode, on_visit, on_leave) -> None:
     on_leave(node)
 
 
+def syntax_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The children :func:`walk` visits, in order: ``node.children`` without its tokens and
+    whitespace, and without its cost (libcst builds that list by a visit that re-validates
+    every child node)."""
+    children = []
+    kinds = _KIND
+    for name in _child_fields(type(node)):
+        value = getattr(node, name)
+        kind = kinds.get(type(value))
+        if kind is None:
+            kind = _classify(type(value))
+        if kind == 1:
+            children.append(value)
+        elif kind == 2:
+            for child in value:
+                kind = kinds.get(type(child))
+                if kind is None:
+                    kind = _classify(type(child))
+                if kind == 1:
+                    children.append(child)
+    return children
+
+
 def dispatch_tables(handlers) -> tuple[dict[str, list], dict[str, list]]:
     """Node type name -> bound ``visit_``/``leave_`` methods of ``handlers``, in order."""
     visit: dict[str, list] = {}
