@@ -215,13 +215,10 @@ class Environment:
         self.parsed += 1
         if self.parsed > _MAX_PARSED:
             return None
-        try:
-            with paused_gc():
-                tree = ast.parse(raw, filename=key)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            record = None
-        else:
-            record = _record(tree, dotted, is_package)
+        # The tree is gone when _parsed returns: re-enabling collection inside it made
+        # the first collection walk the whole tree.
+        with paused_gc():
+            record = _parsed(raw, key, dotted, is_package)
         self.store[key] = (digest, record)
         self.dirty = True
         return record
@@ -295,6 +292,14 @@ class Environment:
             if base and base not in KNOWN:
                 names |= self._registered(base, hops + 1)
         return names
+
+
+def _parsed(raw: bytes, key: str, dotted: str, is_package: bool) -> ModuleRecord | None:
+    try:
+        tree = ast.parse(raw, filename=key)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return _record(tree, dotted, is_package)
 
 
 def _record(tree: ast.Module, dotted: str, is_package: bool) -> ModuleRecord:
