@@ -79,8 +79,10 @@ class SummaryCache:
         if self._entries is None:
             with paused_gc():
                 self._entries = _read_dict(self.file)
-            if self._entries:
-                gc.freeze()  # they live as long as the run: later collections skip them
+                # They live as long as the run: later collections skip them. Frozen before
+                # collection resumes, or the first one walks every entry just loaded.
+                if self._entries:
+                    gc.freeze()
             self._has_main = self._entries is not None
             self._entries = self._entries or {}
             if self._has_main:
