@@ -84,6 +84,7 @@ class SemanticModel(Bindings):
         # are (cumsum_exclusive(t) = F.pad(t, p).cumsum(-1)), for calls later in the file.
         self.cpu_following: dict[str, bool] = {}
         self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
+        self._targets: dict[int, str | None] = {}  # id(func) -> call_target, while the aliases hold
         self._defs: list[cst.FunctionDef] = []  # the functions being walked, innermost last
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
@@ -157,7 +158,16 @@ class SemanticModel(Bindings):
 
     def call_target(self, func: cst.BaseExpression) -> str | None:
         """What a call resolves to later, across files: ``self.m``, ``super.m``, a dotted
-        import, or ``local:name`` for something this file defines; None for torch/builtins."""
+        import, or ``local:name`` for something this file defines; None for torch/builtins.
+        Memoised per node (four recorders ask about every call) until an import or a def
+        changes what is an import alias."""
+        key = id(func)
+        if key in self._targets:
+            return self._targets[key]
+        result = self._targets[key] = self._call_target(func)
+        return result
+
+    def _call_target(self, func: cst.BaseExpression) -> str | None:
         if isinstance(func, cst.Attribute):
             value = func.value
             if isinstance(value, cst.Name) and value.value == "self":
@@ -188,6 +198,7 @@ class SemanticModel(Bindings):
             self.project_facts.append(COMPILE_FACT)
 
     def visit_Import(self, node: cst.Import) -> None:
+        self._targets.clear()
         target = self.imports if len(self.functions) == 1 else self.function.aliases
         for alias in node.names:
             dotted = dotted_name(alias.name)
@@ -199,6 +210,7 @@ class SemanticModel(Bindings):
                 target[head] = head
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self._targets.clear()
         if isinstance(node.names, cst.ImportStar):
             return
         base = dotted_name(node.module) if node.module is not None else ""
@@ -286,10 +298,12 @@ class SemanticModel(Bindings):
             self.bind_params_from_call_sites(self._defs[-1], node, frame)
         self._defs.append(node)
         self.functions.append(frame)
+        self._targets.clear()
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._defs.pop()
         self.functions.pop()
+        self._targets.clear()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         qualname = self.qualify(node.name.value)
