@@ -18,6 +18,10 @@ from libcst._nodes.internal import CodegenState
 _NOTHING = nullcontext()
 
 
+class _Done(Exception):
+    """Every node asked about has been generated: the rest of the module is not needed."""
+
+
 class _OffsetState(CodegenState):
     # CodegenState uses __slots__; a subclass without slots gets a __dict__ for ours.
     def __init__(self, default_indent, default_newline, wanted, spans=frozenset()):
@@ -27,6 +31,7 @@ class _OffsetState(CodegenState):
         self.found: dict[int, int] = {}
         self.spans = spans  # nodes whose whole text span we need (fix targets)
         self.span_found: dict[int, list[int]] = {}
+        self.pending = wanted | spans  # not generated to their end yet
 
     def add_indent_tokens(self) -> None:
         for token in self.indent_tokens:
@@ -46,8 +51,12 @@ class _OffsetState(CodegenState):
 
     def after_codegen(self, node) -> None:
         key = id(node)
-        if key in self.spans:
-            self.span_found[key][1] = self.offset
+        if key in self.pending:
+            if key in self.spans:
+                self.span_found[key][1] = self.offset
+            self.pending.discard(key)
+            if not self.pending:
+                raise _Done  # the text after the last of them (7% of it) is never needed
 
     def pop_trailing_newline(self) -> None:
         if self.tokens:
@@ -90,7 +99,10 @@ def resolve_offsets(module: cst.Module, nodes, span_nodes=()) -> tuple[dict[int,
     if not wanted and not spans:
         return {}, {}
     state = _OffsetState(module.default_indent, module.default_newline, wanted, spans)
-    module._codegen(state)
+    try:
+        module._codegen(state)
+    except _Done:
+        pass
     return state.found, {k: tuple(v) for k, v in state.span_found.items()}
 
 
