@@ -51,6 +51,7 @@ class Project(ClassHierarchy):
         self.by_module: dict[str, list[FileSummary]] = {}
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
+        self._named_by_path: dict[str, list[FileSummary]] = {}  # modules_named's path matches
         self._class_kind: dict[Node, str | None] = {}
         self._bases: dict[Node, list[Node]] = {}
         self._mro: dict[Node, list[Node]] = {}

@@ -150,9 +150,12 @@ class ClassHierarchy:
         found = self.by_module.get(dotted)
         if found or "." not in dotted:
             return found or []
-        tail = "/" + dotted.replace(".", "/") + ".py"
-        return [s for s in self.by_module.get(dotted.rsplit(".", 1)[1], ())
-                if ("/" + s.path.replace(os.sep, "/")).endswith(tail)]
+        memo = self._named_by_path  # asked ~50 times a module in a run
+        if dotted not in memo:
+            tail = "/" + dotted.replace(".", "/") + ".py"
+            memo[dotted] = [s for s in self.by_module.get(dotted.rsplit(".", 1)[1], ())
+                            if ("/" + s.path.replace(os.sep, "/")).endswith(tail)]
+        return memo[dotted]
 
     def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:
         """The project file an imported dotted name lives in (longest module prefix)."""
