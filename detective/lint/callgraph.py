@@ -52,6 +52,7 @@ class Project(ClassHierarchy):
         for summary in summaries:
             self.by_module.setdefault(summary.module, []).append(summary)
         self._named_by_path: dict[str, list[FileSummary]] = {}  # modules_named's path matches
+        self._resolved: dict[tuple[str, str, str | None], Node | None] = {}  # resolve() at depth 0
         self._class_kind: dict[Node, str | None] = {}
         self._bases: dict[Node, list[Node]] = {}
         self._mro: dict[Node, list[Node]] = {}
@@ -69,6 +70,14 @@ class Project(ClassHierarchy):
     def resolve(self, target: str, origin: FileSummary, class_name: str | None = None,
                 depth: int = 0) -> Node | None:
         """A call target (``#q``, ``self.m``, ``pkg.mod.f``) -> scope node, if in the project."""
+        if depth == 0:  # the graph, the argument facts and the rules ask about the same calls
+            key = (target, origin.path, class_name)
+            if key not in self._resolved:
+                self._resolved[key] = self._resolve(target, origin, class_name, 0)
+            return self._resolved[key]
+        return self._resolve(target, origin, class_name, depth)
+
+    def _resolve(self, target: str, origin: FileSummary, class_name: str | None, depth: int) -> Node | None:
         if depth > MAX_DEPTH:
             return None
         if target.startswith("#"):
