@@ -1,0 +1,238 @@
+"""RC005's VALID/INVALID example programs (run by tests/lint/test_rule_examples.py), kept
+apart from the rule's logic in :mod:`detective.rules.rc005_dynamic_shape` for length."""
+
+from detective.lint.rule import Invalid, Valid
+
+VALID = [
+    Valid(  # info: the file runs nonzero with a bounded dynamic shape
+        """
+import os
+import torch
+
+os.environ["XLA_EXPERIMENTAL"] = "nonzero:masked_select"
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x).float(), x.masked_select(x > 0)
+"""
+    ),
+    Valid(  # info: the file requires the flag (naming no op: both bounded ops)
+        """
+import os
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.nonzero()
+
+if __name__ == "__main__":
+    assert os.environ["XLA_EXPERIMENTAL"] != ""
+"""
+    ),
+    Valid(  # NumPy's unique, and a mask over a NumPy array: host code, no graph
+        """
+import numpy as np
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x, sz: int):
+        idc = np.asarray([3, 1, 3, 7])
+        idc = np.unique(idc[idc < sz])
+        return x[:, :4] * torch.from_numpy(idc).to(x.device)
+"""
+    ),
+    Valid(
+        """
+import torch
+
+class Router(torch.nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x, scores):
+        top = scores.topk(self.k)              # k from config: static
+        y = torch.where(scores > 0, x, 0.0)    # three-argument where: same shape
+        return x[:, :8], top, y.repeat_interleave(2, dim=0)
+"""
+    ),
+]
+INVALID = [
+    Invalid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x[x > 0]
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import os
+import torch
+
+os.environ.setdefault("XLA_EXPERIMENTAL", "masked_select")
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x)  # the flag bounds masked_select only here
+""",
+        line=9,
+    ),
+    Invalid(
+        """
+import os
+import unittest
+import torch
+
+@unittest.skipUnless("nonzero" in os.environ.get("XLA_EXPERIMENTAL", ""), "needs bounded nonzero")
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x), x.unique()  # unique: not bounded by the flag
+""",
+        line=9,
+    ),
+    Invalid(
+        """
+import os
+import torch
+
+os.environ["XLA_EXPERIMENTAL"] = "nonzero"
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x)
+""",
+        line=9,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Router(torch.nn.Module):
+    def forward(self, scores):
+        k = int((scores > 0.5).sum())
+        return torch.topk(scores, k)
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.nonzero(x)
+        return x.index_select(0, idx[:, 0])
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+class Gather(torch.nn.Module):
+    def forward(self, ids, h):
+        keep = ids >= 0
+        return h[keep, :]  # a mask from a comparison two lines up
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class Pad(torch.nn.Module):
+    def forward(self, x, padding_mask):
+        x[padding_mask] = 0  # bool-mask assignment: index_put_ through nonzero on XLA
+        return x
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
+class Loss(torch.nn.Module):
+    def forward(self, logits, labels):
+        labels[labels < 0] = 0  # info: only XLA pays for a mask fill, and this project uses torch.compile
+        return logits.gather(-1, labels[..., None])
+
+loss_fn = torch.compile(Loss())
+""",
+        line=6,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+import torch.nn.functional as F
+
+class Router(torch.nn.Module):
+    def forward(self, idx):
+        return F.one_hot(idx, max(idx.max() + 1, 8))  # num_classes read from the data
+""",
+        line=7,
+    ),
+    Invalid(
+        """
+import torch
+
+class MoE(torch.nn.Module):
+    def forward(self, x, top):
+        return self.dispatch(x, top)
+
+    def dispatch(self, x, top):
+        out = torch.zeros_like(x)
+        for i in range(4):
+            chosen = top == i
+            out[chosen] = x[chosen] * i  # a mask built from the helper's parameter
+        return out
+""",
+        line=12,
+    ),
+    Invalid(
+        """
+import torch
+
+class Negatives(torch.nn.Module):
+    def forward(self, y, high: int):
+        idx = torch.randint(low=0, high=high, size=(4, 8))  # made on the CPU
+        idx[idx >= 3] += 1  # info: the dynamic shape never reaches an XLA graph
+        return y[..., idx.view(-1)]
+""",
+        line=7,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, ids, h):
+        runs = []
+        for row in ids:
+            runs.append(row.cpu().unique_consecutive(return_counts=True))  # the sync: RC001
+        values, counts = runs[0]
+        values[counts > 1] = 0  # info: a host copy, no XLA program
+        return h, values
+""",
+        line=10,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, ids, h):
+        values = ids[0].cpu()
+        keep = values >= 0
+        return h[0][keep]  # a device tensor gathered by a host mask: still a dynamic shape
+""",
+        line=8,
+    ),
+]
