@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from detective.lint.regions import STEP_CONTEXTS, SYNC_CALLS
+from detective.lint.api_names import STEP_CONTEXTS, SYNC_CALLS
 from detective.lint.rule import Facts
 from detective.lint.api_names import XLA_COMPILE_CALLS
 from detective.lint.semantic import dotted_name

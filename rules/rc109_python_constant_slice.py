@@ -6,7 +6,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint import policy as P
-from detective.lint.regions import STEP_CONTEXTS, STEP_TRACES
+from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES
 from detective.lint.rule import Rule
 from detective.lint.walker import walk
 from detective.rules import _rc109_examples as examples

@@ -15,6 +15,7 @@ import sys
 import libcst as cst
 
 from detective.lint.cache import paused_gc
+from detective.lint.callgraph import UNLINKED_METHODS
 from detective.lint.context import Context
 from detective.lint.model import Candidate, CallRef, FileSummary
 
@@ -87,6 +88,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     summary = FileSummary(path=path, module=module, root=root, is_package=is_package,
                           imports=dict(model.imports), imports_xla=model.imports_xla,
                           module_imports=sorted(set(model.module_imports)),
+                          star_imports=list(dict.fromkeys(model.star_imports)),
                           facts=sorted(set(model.project_facts)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
@@ -114,10 +116,17 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     shapes: dict[tuple[str, str], dict[str, None]] = {}
     guards: dict[tuple[str, str], set[str]] = {}  # the guards every such call is under
     guarded = context.guards.guarded_calls
+    by_name: dict[str, dict[str, None]] = {}
     for item in regions.items:
         if item.kind != "call":
             continue
         target = _resolve_local(model, item.payload[0], item.scope)
+        if target is None and item.payload[2] != "dead":
+            # task.build_model(cfg): a method of a receiver this file cannot name, by name
+            # (programs.py dispatches it to the project's classes that may exist)
+            method = item.payload[0].rpartition(".")[2]
+            if method != item.payload[0] and not method.startswith("__") and method not in UNLINKED_METHODS:
+                by_name.setdefault(item.scope, {})[method] = None
         if target:
             key, kind = (item.scope, target), item.payload[2]
             if key not in kinds or _LIVENESS[kind] < _LIVENESS[kinds[key]]:
@@ -126,6 +135,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                 shapes.setdefault(key, {})[call_shape(item.payload[1])] = None
             entries = set(guarded.get(id(item.payload[1]), ()))
             guards[key] = guards[key] & entries if key in guards else entries
+    for scope, methods in by_name.items():
+        summary.scopes[scope].method_calls = sorted(methods)
     for (scope, target), kind in kinds.items():
         summary.scopes[scope].calls.append(CallRef(target, kind, "/".join(shapes.get((scope, target), ())),
                                                    guard=min(guards.get((scope, target)) or [""])))

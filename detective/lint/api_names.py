@@ -16,3 +16,14 @@ SYNCING_LOADERS = frozenset(
         "torch_xla.distributed.parallel_loader.ParallelLoader",
     }
 )
+SYNC_CALLS = frozenset(
+    {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
+)
+STEP_CONTEXTS = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
+STEP_TRACES = frozenset({"torch_xla.debug.profiler.StepTrace"})  # syncs when the block exits
+# Calls that drive an XLA program (a step, its loader, its launch), as opposed to helpers that
+# merely touch torch_xla when it is there (xm.set_rng_state, xm.is_xla_tensor).
+XLA_PROGRAM_CALLS = SYNC_CALLS | STEP_CONTEXTS | STEP_TRACES | SYNCING_LOADERS | XLA_COMPILE_CALLS | frozenset({
+    "torch_xla.core.xla_model.optimizer_step", "torch_xla.distributed.xla_multiprocessing.spawn",
+    "torch_xla.launch", "torch_xla.torch_xla.launch",
+})

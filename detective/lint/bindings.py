@@ -11,9 +11,9 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS
+from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
-from detective.lint.model import COMPILES
+from detective.lint.model import COMPILES, DRIVES_XLA
 from detective.lint.walker import walk
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
@@ -263,6 +263,8 @@ class Bindings:
             self.note_compile(dotted)
             if COMPILES not in self.scope.tags and (dotted in COMPILING_CALLS or _module_compile(node)):
                 self.scope.tags.append(COMPILES)  # read by lint/entrances.py (what a test runs)
+            if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
+                self.scope.tags.append(DRIVES_XLA)
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
                 and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
             # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.digraph import CallGraph
-from detective.lint.hierarchy import MAX_DEPTH, ClassHierarchy, closest
+from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
 from detective.lint.model import NEEDS_CUDA, FileSummary
 from detective.lint.signatures import accepts
 from detective.lint.tensor_methods import TENSOR_METHODS
@@ -135,6 +135,10 @@ class Project(ClassHierarchy):
         if head in summary.imports:  # re-export: from .utils import loss_fn
             return self.resolve(".".join([summary.imports[head], *parts[1:]]), summary,
                                 depth=depth + 1)
+        for module in summary.star_imports if depth < STAR_DEPTH else ():  # from .utils import *
+            found = self.resolve(".".join([module, *parts]), summary, depth=depth + 1)
+            if found is not None:
+                return found
         return None
 
     def returns_tensor(self, target: str, origin: FileSummary, class_name: str | None = None,
@@ -192,6 +196,8 @@ class Project(ClassHierarchy):
         roots: dict[Node, str] = {}
         traced: set[tuple[Node, Node]] = set()
         untraced: set[tuple[Node, Node]] = set()
+        live: set[tuple[Node, Node]] = set()  # called on some path that can run on XLA
+        dead: set[tuple[Node, Node]] = set()
         callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it whenever they run
         dead_callers: dict[Node, list[Node]] = {}  # callee -> scopes that call it on an error path
         registrations = []
@@ -215,8 +221,10 @@ class Project(ClassHierarchy):
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
                         edges.add_edge(node, callee)
-                        if call.kind or (call.guard and self.guard_dead is not None
-                                         and self.guard_dead(summary, qualname, call.guard)):
+                        never = call.kind == "dead" or bool(call.guard and self.guard_dead is not None
+                                                            and self.guard_dead(summary, qualname, call.guard))
+                        (dead if never else live).add((node, callee))
+                        if call.kind or never:
                             untraced.add((node, callee))  # once / dead: the callee is not traced
                         else:
                             traced.add((node, callee))
@@ -265,6 +273,7 @@ class Project(ClassHierarchy):
                 class_roots.pop(target, None)  # also compiled or hooked by name
         self.class_roots = class_roots
         self._untraced = untraced - traced
+        self._untraced_dead = dead - live  # never called where the project runs XLA
         self._graph = (edges, roots)
         return self._graph
 

@@ -304,7 +304,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     severity = "info"
                     message += f" ({only_through(_describe(project, via).function)})"
                 elif severity == "warning":  # roots entered only from eager code (lint/entrances.py)
-                    eager = eager or EagerRoots(project, facts.targets)
+                    eager = eager or EagerRoots(project, facts.targets, whole)
                     why = eager.via(path)
                     if why is not None:
                         severity = "info"

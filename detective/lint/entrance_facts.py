@@ -51,6 +51,9 @@ class EntranceFacts:
     # ------------------------------------------------------------------ definitions
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.skip.add(id(node.name))
+        # A base is no construction: the cross-file pass reads ClassInfo.bases (a subclass
+        # instance enters the base's forward), apart from names that may build a class.
+        self.skip.update(id(base.value) for base in node.bases)
         if node.decorators:  # @register_model(...): built by a registry we cannot see
             self.refs["#" + self.model.class_stack[-1].info.qualname] = None
 

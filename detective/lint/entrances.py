@@ -16,7 +16,10 @@ when it has at least one entrance and every entrance is in:
   or a project function returning one of those, such as DeepSpeed's ``compiler.disable``;
   not ``recursive=False``), in a project that does not target torch_xla: the lazy tensor
   traces everything, ``disable`` changes nothing there;
-- an instance method of a class that is itself eager-only (Tacotron2 builds its Encoder).
+- an instance method of a class that is itself eager-only (Tacotron2 builds its Encoder);
+- a scope that runs only in the project's programs that use neither torch_xla nor a compiler
+  (fairseq's ``SpeechDLMTask.build_generator``, called only by the generation CLIs; see
+  :mod:`detective.lint.programs`), in a whole-project run.
 
 A class defined in a test file and built or named in no other file is eager-only when
 neither that file nor any scope it reaches through calls imports torch_xla or calls a
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 from detective.lint.discovery import is_test_path
 from detective.lint.model import COMPILES, NEEDS, NEEDS_CUDA, only_through
+from detective.lint.programs import Programs
 from detective.lint.project_facts import COMPILE_FACT
 
 Node = tuple[str, str]  # (path, qualname)
@@ -60,9 +64,12 @@ class EagerRoots:
     """Across files: which classes are eager-only (and why), and which traced scopes are
     reached only through their roots or through scopes excluded from compilation."""
 
-    def __init__(self, project, targets: tuple[str, ...]):
+    def __init__(self, project, targets: tuple[str, ...], whole: bool = True):
+        """``whole``: the summaries are the whole project (who calls a builder is in view)."""
         self.project = project
         self.targets = targets
+        self.whole = whole
+        self.programs: Programs | None = None
         graph, roots = project.graph()
         self.by_path = {}
         for summary in project.files.values():
@@ -129,7 +136,8 @@ class EagerRoots:
     # ------------------------------------------------------------------ entrances
     def _eager_classes(self, graph) -> dict[Node, str]:
         project = self.project
-        unknown: set[Node] = set()
+        unknown: set[Node] = set()  # built where the call graph cannot see
+        subclassed: set[Node] = set()  # bases of project classes
         entrances: dict[Node, list[tuple[Node, bool]]] = {}  # class -> (scope, moved to CUDA there)
         factories: dict[Node, Node] = {}  # classmethod calling cls(...) -> its class
         compile_files = {s.path for s in project.files.values() if COMPILE_FACT in s.facts} \
@@ -145,9 +153,14 @@ class EagerRoots:
                     if cls is not None:
                         unknown.add(cls)
                         named_in.setdefault(cls, set()).add(summary.path)
-            for qualname in summary.classes:
+            for qualname, info in summary.classes.items():
                 if "." in qualname:  # a nested class (Model.Config) may build its owner
                     unknown.add((summary.path, qualname.rsplit(".", 1)[0]))
+                for base in info.bases:  # a subclass instance enters the base's forward
+                    cls = self._class(base, summary)
+                    if cls is not None:
+                        subclassed.add(cls)
+                        named_in.setdefault(cls, set()).add(summary.path)
             if summary.is_package:  # from .model import Tacotron2 in __init__: users build it
                 for dotted in summary.imports.values():
                     cls = self._class(dotted, summary)
@@ -181,6 +194,13 @@ class EagerRoots:
                 for caller in callers.get(factory, ()):
                     if caller[0] != cls[0] or self._scope(caller).class_name != cls[1]:
                         entrances.setdefault(cls, []).append((caller, False))
+        if self.whole:
+            built_in: dict[Node, set[Node]] = {}
+            for cls, places in entrances.items():
+                for scope, _moved in places:
+                    built_in.setdefault(scope, set()).add(cls)
+            programs = Programs(project, built_in, unknown, set(entrances))
+            self.programs = programs if programs.active else None
         eager: dict[Node, tuple[tuple[str, ...], str]] = {}  # class -> (built by, base reason)
         self.reasons: dict[Node, str] = {}
         for cls in self._test_only(set(project.class_roots.values()), named_in, graph):
@@ -191,7 +211,7 @@ class EagerRoots:
         while changed:  # least fixpoint: a cycle of classes building each other stays unknown
             changed = False
             for cls, places in entrances.items():
-                if cls in eager or cls in unknown:
+                if cls in eager or cls in unknown or cls in subclassed:
                     continue
                 reasons = [self._eager_entrance(scope, moved, eager) for scope, moved in places]
                 if all(reasons):
@@ -242,6 +262,10 @@ class EagerRoots:
         if owner in eager and not any(d in ("staticmethod", "classmethod") for d in scope.decorators):
             owners, base = eager[owner]
             return (owner[1], *owners), base
+        programs = self.programs
+        if programs is not None and programs.outside(node):
+            return (), (f"in {where}, which runs only in this project's programs that use neither "
+                        "torch_xla nor a compiler")
         return None
 
     def _not_compiled(self, node: Node) -> bool:

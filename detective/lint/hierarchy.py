@@ -18,6 +18,9 @@ MODULE_BASES = (
 )
 FUNCTION_BASES = ("torch.autograd.Function", "torch.autograd.function.Function")
 MAX_DEPTH = 8  # re-export hops and inheritance depth; guards against import cycles
+# Star imports are followed this deep: each hop tries every star import of a module, so
+# packages that star-import each other would otherwise cost (stars per module) ** MAX_DEPTH.
+STAR_DEPTH = 3
 
 
 class ClassHierarchy:
@@ -38,6 +41,10 @@ class ClassHierarchy:
                 if parts[cut] in summary.imports:
                     again = ".".join([summary.imports[parts[cut]], *parts[cut + 1:]])
                     return self.resolve_class(again, summary, depth + 1)
+                for module in summary.star_imports if depth < STAR_DEPTH else ():  # from .generator import *
+                    found = self.resolve_class(f"{module}.{rest}", summary, depth + 1)
+                    if found is not None:
+                        return found
                 return None
         return None
 

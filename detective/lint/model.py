@@ -30,6 +30,9 @@ def only_through(name: str) -> str:
 # Scope tag: the function calls a compiler (torch.compile, torch._dynamo.optimize,
 # torch_xla.compile, module.compile(backend=...)): lint/bindings.py.
 COMPILES = "compiles"
+# Scope tag: the function drives an XLA program: syncs a step, feeds the device loader,
+# spawns, compiles (api_names.XLA_PROGRAM_CALLS; lint/bindings.py, read by lint/programs.py).
+DRIVES_XLA = "drives-xla"
 
 
 def at_least(severity: str, minimum: str) -> bool:
@@ -112,6 +115,8 @@ class Scope:
     # results it returns (`return helper(x)`), decided across files.
     returns: str = ""  # "tensor" | "python" (every return a plain value) | "" (unknown)
     return_calls: list[str] = field(default_factory=list)
+    # Methods called on a receiver the file cannot name (`task.build_model(cfg)`), by name
+    method_calls: list[str] = field(default_factory=list)
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
     none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)
@@ -148,6 +153,7 @@ class FileSummary:
     error: str | None = None
     imports_xla: bool = False  # imports torch_xla (anywhere in the file)
     module_imports: list[str] = field(default_factory=list)  # every imported dotted name
+    star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`, in order
     # What this file tells about the whole project ("target:compile": it uses torch.compile;
     # "optional-key:mask": it removes key "mask" or sets it only for some data).
     facts: list[str] = field(default_factory=list)

@@ -22,15 +22,11 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.model import CallRef, Scope
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
+from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES, SYNC_CALLS
 from detective.lint.semantic import dotted_name
 from detective.lint.never_traced import NeverTraced, block_statements
 from detective.lint.xla_branches import bound_names, dotted_tail
 
-SYNC_CALLS = frozenset(
-    {"torch_xla.sync", "torch_xla.torch_xla.sync", "torch_xla.core.xla_model.mark_step"}
-)
-STEP_CONTEXTS = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
-STEP_TRACES = frozenset({"torch_xla.debug.profiler.StepTrace"})  # syncs when the block exits
 HOOK_METHODS = frozenset({
     "register_forward_hook", "register_forward_pre_hook", "register_module_forward_hook",
     "register_module_forward_pre_hook",

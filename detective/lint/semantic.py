@@ -78,6 +78,7 @@ class SemanticModel(Bindings):
         self.class_stack: list[ClassFrame] = []
         self.imports_xla = False  # torch_xla imported so far (in walk order)
         self.module_imports: list[str] = []
+        self.star_imports: list[str] = []  # from pkg.mod import * (module level)
         self.project_facts: list[str] = []  # see FileSummary.facts
         self.infer = TensorInference(self)
         # Functions of this file whose returns are on the CPU whenever their tensor arguments
@@ -211,8 +212,6 @@ class SemanticModel(Bindings):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         self._targets.clear()
-        if isinstance(node.names, cst.ImportStar):
-            return
         base = dotted_name(node.module) if node.module is not None else ""
         if node.relative:
             parts = self.module_name.split(".")
@@ -221,6 +220,11 @@ class SemanticModel(Bindings):
             up = len(node.relative) - 1
             parts = parts[: len(parts) - up] if up else parts
             base = ".".join([*parts, base] if base else parts)
+        if isinstance(node.names, cst.ImportStar):
+            if base and len(self.functions) == 1:
+                self.note_import(base)
+                self.star_imports.append(base)  # resolution looks in there for names defined nowhere else
+            return
         target = self.imports if len(self.functions) == 1 else self.function.aliases
         if base:
             self.note_import(base)

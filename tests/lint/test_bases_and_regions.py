@@ -68,6 +68,21 @@ def test_base_resolved_through_another_project_file():
     assert lint(files, guess_modules=False) == [("pkg/head.py", 6, "RC001")]
 
 
+def test_a_base_re_exported_by_star_imports_resolves_and_star_cycles_end():
+    files = {
+        "pkg/__init__.py": "from .layers import *\nfrom .other import *\n",
+        "pkg/layers.py": "import torch\n\nclass BaseLayer(torch.nn.Module):\n    pass\n",
+        "pkg/other.py": "from pkg import *\nfrom pkg.more import *\n",
+        "pkg/more.py": "from pkg.other import *\nfrom pkg import *\n",
+        "pkg/head.py": HEAD.replace("fw.layers", "pkg"),
+    }
+    assert lint(files, guess_modules=False) == [("pkg/head.py", 6, "RC001")]
+    started = time.perf_counter()
+    missing = {**files, "pkg/head.py": HEAD.replace("fw.layers", "pkg.more").replace("BaseLayer", "Missing")}
+    assert lint(missing, guess_modules=False) == []  # found nowhere: no module, no hang
+    assert time.perf_counter() - started < 30
+
+
 def test_bad_installed_modules_fall_back_to_the_guess_without_crashing(tmp_path):
     write_package(tmp_path, {
         "broken/__init__.py": "class BaseLayer(:\n",  # does not parse

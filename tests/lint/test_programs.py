@@ -1,0 +1,159 @@
+"""Classes built only by the project's programs that neither use torch_xla nor compile
+(detective/lint/programs.py), as fairseq's speech_dlm generator: built by
+``SpeechDLMTask.build_generator``, which only the generation CLIs call by method name, while
+the ``--tpu`` trainer reaches ``generator.generate(...)`` on the generator its own set-up builds."""
+
+from __future__ import annotations
+
+import textwrap
+
+from detective.lint.engine import lint_sources
+
+TRAINER = """
+    import torch_xla.core.xla_model as xm
+
+    class Trainer:
+        def __init__(self, task, model):
+            self.task, self.model = task, model
+
+        def valid_step(self, sample):
+            out = self.task.valid_step(sample, self.model)
+            xm.mark_step()
+            return out
+"""
+TRAIN = """
+    from trainer import Trainer
+
+    def main(cfg, task, sample):
+        model = task.build_model(cfg)
+        trainer = Trainer(task, model)
+        trainer.valid_step(sample)
+
+    if __name__ == "__main__":
+        main(None, None, None)
+"""
+TASKS = """
+    TASKS = {}
+
+    def register(cls):
+        TASKS[cls.__name__] = cls
+        return cls
+
+    class Task:
+        def build_generator(self, models):
+            from generators import SequenceGenerator
+            return SequenceGenerator(models)
+
+        def valid_step(self, sample, model):
+            return self.generator.generate(sample)
+
+    @register
+    class TranslationTask(Task):
+        def build_model(self, cfg):
+            self.generator = self.build_generator([cfg])
+            return cfg
+
+    @register
+    class SpeechTask(Task):
+        def build_generator(self, models):
+            from generators import MultichannelGenerator
+            return MultichannelGenerator(models)
+"""
+GENERATORS_INIT = """
+    from .plain import *
+    from .multichannel import *
+"""
+PLAIN = """
+    import torch
+
+    class SequenceGenerator(torch.nn.Module):
+        def generate(self, sample):
+            return self(sample)
+
+        def forward(self, tokens):
+            if tokens.sum() > 0:
+                return tokens
+            return -tokens
+"""
+MULTICHANNEL = """
+    import torch
+
+    class MultichannelGenerator(torch.nn.Module):
+        def generate(self, sample):
+            return self(sample)
+
+        def forward(self, tokens):
+            if tokens.sum() > 0:
+                return tokens
+            return -tokens
+"""
+GENERATE_CLI = """
+    def main(task, models, sample):
+        generator = task.build_generator(models)
+        return generator.generate(sample)
+
+    if __name__ == "__main__":
+        main(None, None, None)
+"""
+
+
+def project(**changes: str) -> dict[str, str]:
+    files = {"trainer.py": TRAINER, "train.py": TRAIN, "tasks.py": TASKS,
+             "generators/__init__.py": GENERATORS_INIT, "generators/plain.py": PLAIN,
+             "generators/multichannel.py": MULTICHANNEL, "generate.py": GENERATE_CLI}
+    files.update(changes)
+    return {path: textwrap.dedent(source) for path, source in files.items()}
+
+
+def by_file(files: dict[str, str]) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for f in lint_sources(files):
+        found.setdefault(f.path, []).append(f)
+    return found
+
+
+def test_a_generator_built_only_by_the_generation_cli_is_info():
+    found = by_file(project())
+    plain, = found["generators/plain.py"]
+    multi, = found["generators/multichannel.py"]
+    assert (plain.code, plain.line, plain.severity) == ("RC002", 9, "warning")  # eval on the TPU trainer
+    assert (multi.code, multi.line, multi.severity) == ("RC002", 9, "info")
+    assert "MultichannelGenerator is built only in SpeechTask.build_generator, which runs only in this " \
+           "project's programs that use neither torch_xla nor a compiler" in multi.message
+
+
+def test_the_same_generator_stays_a_warning_when_the_trainer_can_build_it():
+    # the trainer's valid step asks the task for a generator: SpeechTask.build_generator is
+    # reached by method name from the XLA program
+    trainer = TRAINER.replace("out = self.task.valid_step(sample, self.model)",
+                              "out = self.task.build_generator([self.model]).generate(sample)")
+    found = by_file(project(**{"trainer.py": trainer}))
+    assert [f.severity for f in found["generators/multichannel.py"]] == ["warning"]
+
+
+def test_a_builder_nothing_in_the_project_calls_is_public_api_and_keeps_the_warning():
+    loader = MULTICHANNEL + """
+    def load_generator(models):
+        return MultichannelGenerator(models)
+"""
+    found = by_file(project(**{"generators/multichannel.py": loader}))
+    assert [f.severity for f in found["generators/multichannel.py"]] == ["warning"]
+
+
+def test_without_a_program_that_drives_xla_or_compiles_nothing_changes():
+    trainer = TRAINER.replace("xm.mark_step()", "xm.master_print(out)")
+    found = by_file(project(**{"trainer.py": trainer}))
+    assert [f.severity for f in found["generators/multichannel.py"]] == ["warning"]
+
+
+def test_a_test_that_trains_then_generates_does_not_make_generation_xla_code():
+    test = """
+        import generate
+        import train
+
+        def test_train_then_generate():
+            train.main(None, None, None)
+            generate.main(None, None, None)
+    """
+    found = by_file(project(**{"tests/test_binaries.py": test}))
+    assert [f.severity for f in found["generators/multichannel.py"]] == ["info"]
