@@ -26,10 +26,12 @@ neither that file nor any scope it reaches through calls imports torch_xla or ca
 compiler (the ``compiles`` scope tag): the test runs it eagerly.
 
 Entrances the call graph cannot see make a class *unknown*, never eager-only: the class
-named anywhere as a value (a registry, ``getattr`` target, an argument, a base class, a
+named anywhere as a value (a registry, ``getattr`` target, an argument, a
 ``Fn.apply`` taken as a value, a member such as ``Model.Config(...)``), a decorated class
 (``@register_model``), a class with a nested class (a config whose ``build()`` makes it), a
-class a package ``__init__`` re-exports, a ``cls(...)`` factory nobody in the project calls.
+class a package ``__init__`` re-exports by name, a ``cls(...)`` factory nobody in the project
+calls. A base class of project classes is eager-only only when they all are too (their
+instances enter its ``forward``).
 Only CamelCase and ``_Private`` names are followed as values (PEP 8 class names). A
 class with no entrance at all is library code users build: a normal root.
 
@@ -137,7 +139,7 @@ class EagerRoots:
     def _eager_classes(self, graph) -> dict[Node, str]:
         project = self.project
         unknown: set[Node] = set()  # built where the call graph cannot see
-        subclassed: set[Node] = set()  # bases of project classes
+        subclassed: dict[Node, list[Node]] = {}  # base -> its project subclasses
         entrances: dict[Node, list[tuple[Node, bool]]] = {}  # class -> (scope, moved to CUDA there)
         factories: dict[Node, Node] = {}  # classmethod calling cls(...) -> its class
         compile_files = {s.path for s in project.files.values() if COMPILE_FACT in s.facts} \
@@ -159,7 +161,7 @@ class EagerRoots:
                 for base in info.bases:  # a subclass instance enters the base's forward
                     cls = self._class(base, summary)
                     if cls is not None:
-                        subclassed.add(cls)
+                        subclassed.setdefault(cls, []).append((summary.path, qualname))
                         named_in.setdefault(cls, set()).add(summary.path)
             if summary.is_package:  # from .model import Tacotron2 in __init__: users build it
                 for dotted in summary.imports.values():
@@ -211,7 +213,10 @@ class EagerRoots:
         while changed:  # least fixpoint: a cycle of classes building each other stays unknown
             changed = False
             for cls, places in entrances.items():
-                if cls in eager or cls in unknown or cls in subclassed:
+                if cls in eager or cls in unknown:
+                    continue
+                subclasses = subclassed.get(cls, [])  # their instances enter its forward too
+                if not all(sub in eager for sub in subclasses):
                     continue
                 reasons = [self._eager_entrance(scope, moved, eager) for scope, moved in places]
                 if all(reasons):
@@ -222,7 +227,9 @@ class EagerRoots:
                     else:
                         why = f"{cls[1]} is {verb} only {base}"
                     more = len(places) - 1
-                    self.reasons[cls] = why + (f"; {more} more place{'s' * (more > 1)} like it" if more else "")
+                    self.reasons[cls] = why + (f"; {more} more place{'s' * (more > 1)} like it" if more else "") + (
+                        f"; so {'are' if len(subclasses) > 1 else 'is'} its subclass{'es' * (len(subclasses) > 1)} "
+                        + ", ".join(sorted(sub[1] for sub in subclasses)) if subclasses else "")
                     changed = True
         return self.reasons
 

@@ -157,3 +157,21 @@ def test_a_test_that_trains_then_generates_does_not_make_generation_xla_code():
     """
     found = by_file(project(**{"tests/test_binaries.py": test}))
     assert [f.severity for f in found["generators/multichannel.py"]] == ["info"]
+
+
+def test_a_subclassed_generator_is_info_only_when_its_subclasses_are_too():
+    subclass = MULTICHANNEL + """
+    class SampledGenerator(MultichannelGenerator):
+        pass
+"""
+    cli = GENERATE_CLI.replace("generator = task.build_generator(models)", """generator = task.build_generator(models)
+        if models:
+            from generators.multichannel import SampledGenerator
+            generator = SampledGenerator(models)""")
+    found = by_file(project(**{"generators/multichannel.py": subclass, "generate.py": cli}))
+    multi, = found["generators/multichannel.py"]
+    assert multi.severity == "info" and multi.message.endswith("; so is its subclass SampledGenerator)")
+    registered = subclass.replace("    class SampledGenerator", "    @register\n    class SampledGenerator").replace(
+        "    import torch\n", "    import torch\n    from tasks import register\n")
+    found = by_file(project(**{"generators/multichannel.py": registered, "generate.py": cli}))
+    assert [f.severity for f in found["generators/multichannel.py"]] == ["warning"]
