@@ -26,7 +26,8 @@ there, forward:
 
 A scope is *outside* those programs when they cannot reach it and neither can an entry this
 pass cannot place: a scope nothing in the project calls (public API, a test, a hook), or the
-``__init__`` of a class built where the call graph cannot see. Those entries are followed
+``__init__``, ``forward`` and ``__call__`` of a class built where the call graph cannot see
+or nowhere in the project (``nn.SyncBatchNorm``, re-exported by ``torch.nn``: users build it). Those entries are followed
 through resolved calls only: by method name they would reach every namesake in the project.
 Only a whole-project run with some start answers; a partial view (a few files linted alone)
 cannot see who calls a builder.
@@ -90,7 +91,8 @@ class Programs:
         self._run()
         # Entries this pass cannot place, followed through resolved calls only.
         entries = [n for n in graph if n not in self.reached and not self._called(n)]
-        entries += [m for cls in sorted(hidden) if (m := project.find_method(cls, "__init__")) is not None]
+        entries += [m for cls in sorted(unseen) for name in _INSTANCE_METHODS
+                    if (m := project.find_method(cls, name)) is not None]
         self._elsewhere = graph.reachable(entries, skip=project._untraced_dead)
 
     def outside(self, node: Node) -> bool:

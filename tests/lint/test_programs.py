@@ -175,3 +175,35 @@ def test_a_subclassed_generator_is_info_only_when_its_subclasses_are_too():
         "    import torch\n", "    import torch\n    from tasks import register\n")
     found = by_file(project(**{"generators/multichannel.py": registered, "generate.py": cli}))
     assert [f.severity for f in found["generators/multichannel.py"]] == ["warning"]
+
+
+def test_a_class_users_build_keeps_what_its_forward_applies_a_warning():
+    # torch.nn.SyncBatchNorm: re-exported by its package, also built by a classmethod that only
+    # a non-XLA script calls; the autograd Function its forward applies stays a warning
+    norm = """
+        import torch
+
+        class _SyncFn(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x[x > 0]
+
+        class SyncNorm(torch.nn.Module):
+            def forward(self, x):
+                return _SyncFn.apply(x)
+
+            @classmethod
+            def convert(cls, module):
+                return SyncNorm()
+    """
+    script = """
+        def main(module):
+            return module.convert(module)
+
+        if __name__ == "__main__":
+            main(None)
+    """
+    files = project(**{"lib/__init__.py": "from .norm import SyncNorm\n", "lib/norm.py": norm, "convert.py": script})
+    assert [(f.line, f.severity) for f in by_file(files)["lib/norm.py"]] == [(7, "warning")]
+    files["lib/__init__.py"] = ""  # built only by the script's classmethod: no one else builds it
+    assert [(f.line, f.severity) for f in by_file(files)["lib/norm.py"]] == [(7, "info")]
