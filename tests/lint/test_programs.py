@@ -75,18 +75,7 @@ PLAIN = """
                 return tokens
             return -tokens
 """
-MULTICHANNEL = """
-    import torch
-
-    class MultichannelGenerator(torch.nn.Module):
-        def generate(self, sample):
-            return self(sample)
-
-        def forward(self, tokens):
-            if tokens.sum() > 0:
-                return tokens
-            return -tokens
-"""
+MULTICHANNEL = PLAIN.replace("SequenceGenerator", "MultichannelGenerator")
 GENERATE_CLI = """
     def main(task, models, sample):
         generator = task.build_generator(models)
