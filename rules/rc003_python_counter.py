@@ -25,7 +25,13 @@ class PythonCounter(Rule):
     (`self.n = 0` as a top-level statement before the increments) takes the same values
     every call and is not flagged. A counter that the class only ever bumps (never an
     operand, an argument or a branch test: a tally read from outside) costs only under
-    torch.compile (`costs_on=("compile",)`: "info" in a project that only targets torch_xla).
+    torch.compile (`costs_on=("compile",)`: "info" in a project that only targets torch_xla),
+    and so does one read only by Python branch tests with no tensor in them
+    (`if self.counter % self.update_step == 0:`: on XLA a graph per outcome of the test) or
+    as an operand of tensor arithmetic (`x * self.n`: torch_xla uploads Python numbers other
+    than 0 and 1 as device data, so at most three graphs; measured in
+    `tests/lint/test_counter_costs.py`). A counter that reaches a slice, a size or a call
+    stays a cost on both.
 
     ## Why is this bad?
     A Python value that flows into the trace is a constant of the graph. Each new value
@@ -147,6 +153,23 @@ class FSDP(torch.nn.Module):
             """
 import torch
 
+class IntLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.counter = 0
+
+    def forward(self, x):
+        if self.counter % 100 == 0:   # read only by a test: a graph per outcome on XLA,
+            self.scale = None         # a graph per value under torch.compile
+        self.counter += 1
+        return x * 2
+""",
+            line=12,
+        ),
+        Invalid(
+            """
+import torch
+
 class Pipe(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -193,9 +216,47 @@ class Block(torch.nn.Module):
         self._resets: dict[int, str] = {}  # id of a `self.a = <number>` heading a method -> a
         self._reset_in: set[tuple[str, str]] = set()  # (scope, attr): reset earlier in this call
         self._bookkeeping: set[int] = set()  # ids of self.<attr> nodes that only bump the counter
-        # (id of the class frame, attr) read anywhere else: in an operand, an argument, or a
-        # branch test (which decides what is traced: a graph per outcome on XLA too)
+        # (id of the class frame, attr) read anywhere else: in an operand or an argument
         self._flows: set[tuple[int, str]] = set()
+        # ... or only in a Python branch test (`if self.n % k == 0:`: a graph per outcome on
+        # XLA, the number never enters an op) or as an operand of tensor arithmetic (`x * self.n`:
+        # torch_xla uploads numbers other than 0 and 1 as device data); dynamo guards on both
+        self._bounded: set[tuple[int, str]] = set()
+        self._bounded_reads: set[int] = set()  # ids of such self.<attr> nodes
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)) \
+                and self.context.is_tensor(node):
+            for side in (node.left, node.right):
+                if _self_attr(side) is not None and not self.context.is_tensor(side):
+                    self._bounded_reads.add(id(side))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._branch_test(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._branch_test(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._branch_test(node.test)
+
+    def _branch_test(self, test: cst.BaseExpression) -> None:
+        """``self.<attr>`` read in a test made only of Python arithmetic and comparisons (no
+        tensor in it): the number decides which side is traced, and never enters an op."""
+        if self.context.is_tensor(test):
+            return
+        stack = [test]
+        while stack:
+            expr = stack.pop()
+            if _self_attr(expr) is not None:
+                self._bounded_reads.add(id(expr))
+            elif isinstance(expr, cst.Comparison):
+                stack.append(expr.left)
+                stack.extend(c.comparator for c in expr.comparisons)
+            elif isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+                stack.extend((expr.left, expr.right))
+            elif isinstance(expr, cst.UnaryOperation):
+                stack.append(expr.expression)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # A top-level `self.a = 0` runs on every call before anything below it: the counter
@@ -212,7 +273,7 @@ class Block(torch.nn.Module):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         attr = _self_attr(node)
         if attr is not None and id(node) not in self._bookkeeping and self.context.cls is not None:
-            self._flows.add((id(self.context.cls), attr))
+            (self._bounded if id(node) in self._bounded_reads else self._flows).add((id(self.context.cls), attr))
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
@@ -281,6 +342,16 @@ class Block(torch.nn.Module):
                     f"`self.{attr}` is a Python counter mutated in a traced method: each new value "
                     "is a new graph constant; keep it in a register_buffer and update it in place",
                     scope=scope, subject=f"self.{attr}",
+                )
+            elif (id(cls), attr) in self._bounded:
+                self.report(
+                    target,
+                    f"`self.{attr}` is a Python counter mutated in a traced method: only Python "
+                    "branch tests and tensor arithmetic read it (on XLA a graph per branch outcome, "
+                    "and numbers other than 0 and 1 are uploaded as data: no new graph per value), "
+                    "but torch.compile guards on its value and compiles a new graph for each one; "
+                    "keep it outside the compiled method or in a buffer",
+                    scope=scope, subject=f"self.{attr}", costs_on=("compile",),
                 )
             else:
                 # Only ever bumped: no graph on XLA holds it, but dynamo guards on a module's
