@@ -8,7 +8,8 @@ the step-region logic, which reads the sync index it keeps per block). Marked as
   ``x.device.type == "xla"``, a flag bound from such a test, a name an XLA branch set to
   None), and the right side of ``and``/``or`` that short-circuits on XLA;
 - the body of one-time lazy set-up (``if not self._initialized:``; also counted as
-  ``once``: it runs, but once);
+  ``once``: it runs, but once), and of a cache fill (``if L not in self.ops: ...
+  self.ops[L] = build(L)``: once per key, such as each new sequence length);
 - error paths: blocks ending in ``raise``, assert messages, the exception raised,
   arguments of error logs and ``warnings.warn``; the rest of a block after an XLA early
   ``return``.
@@ -93,6 +94,9 @@ class NeverTraced:
             self.dead.add(id(node.body))
             if lazy_init_test(node.test):
                 self.once.add(id(node.body))
+        elif sense == 0 and cache_fill(node):
+            self.dead.add(id(node.body))  # a cache miss: once per key, set-up like lazy init
+            self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
         self._mark_cuda(node.test, node.body, node.orelse)
@@ -174,3 +178,35 @@ def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1]
     return isinstance(last, cst.Raise if raise_only else (cst.Return, cst.Raise))
+
+
+def cache_fill(node: cst.If) -> bool:
+    """``if L not in self.ops: ... self.ops[L] = build(L)``: set-up run on a cache miss, once
+    per key (a new sequence length), not every step."""
+    test = node.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        return False
+    key, cache = _plain(test.left), _plain(test.comparisons[0].comparator)
+    if key is None or cache is None or node.orelse is not None:
+        return False
+    for statement in block_statements(node.body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and any(
+                        isinstance(t.target, cst.Subscript) and _plain(t.target.value) == cache
+                        and len(t.target.slice) == 1 and isinstance(t.target.slice[0].slice, cst.Index)
+                        and _plain(t.target.slice[0].slice.value) == key for t in small.targets):
+                    return True
+    return False
+
+
+def _plain(expr: cst.BaseExpression) -> str | None:
+    """A name or attribute chain as text (``SparseSelfAttention.ops``), else None."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if not isinstance(expr, cst.Name):
+        return None
+    return ".".join([expr.value, *reversed(parts)])

@@ -120,6 +120,35 @@ def test_calls_in_one_time_set_up_do_not_make_the_callee_traced():
     assert found == []
 
 
+SPARSE_ATTENTION = """
+    import torch
+
+    class Softmax:
+        def __init__(self, layout):
+            self.blocks = int(layout.sum().item())
+
+    class SparseAttention(torch.nn.Module):
+        ops = {}
+
+        def get_ops(self, length):
+            if length not in SparseAttention.ops:
+                layout = self.master[:length].cpu()
+                SparseAttention.ops[length] = Softmax(layout)   # built once per sequence length
+            return SparseAttention.ops[length]
+
+        def forward(self, x):
+            softmax = self.get_ops(x.shape[1])
+            return x * softmax.blocks
+"""
+
+
+def test_set_up_on_a_cache_miss_runs_once_per_key_and_is_no_region():
+    assert lint({"attention.py": SPARSE_ATTENTION}) == []
+    # a membership test whose body does not fill that cache is no cache miss
+    other = SPARSE_ATTENTION.replace("SparseAttention.ops[length] = Softmax(layout)", "self.last = Softmax(layout)")
+    assert lint({"attention.py": other}) == [("attention.py", 6, "RC001", "warning"), ("attention.py", 13, "RC001", "warning")]
+
+
 def test_a_python_number_scaled_by_a_helper_result_is_no_tensor():
     found = lint({
         "log.py": """
