@@ -196,3 +196,24 @@ def test_a_class_users_build_keeps_what_its_forward_applies_a_warning():
     assert [(f.line, f.severity) for f in by_file(files)["lib/norm.py"]] == [(7, "warning")]
     files["lib/__init__.py"] = ""  # built only by the script's classmethod: no one else builds it
     assert [(f.line, f.severity) for f in by_file(files)["lib/norm.py"]] == [(7, "info")]
+
+
+def test_inheritance_cycles_and_self_calls_in_them_end():
+    cycle = """
+        import torch
+
+        class A(B, torch.nn.Module):
+            def forward(self, x):
+                self.step(x)
+                return x.sum().item()
+
+        class B(A):
+            def step(self, x):
+                return self.forward(x)
+
+        def build():
+            return A()
+    """
+    found = by_file(project(**{"cycle.py": cycle, "generate.py": GENERATE_CLI + "\n    import cycle\n    cycle.build()\n"}))
+    # A is built only by the CLI, but its subclass B is built nowhere (users may): a warning
+    assert [(f.code, f.severity) for f in found["cycle.py"]] == [("RC001", "warning")]
