@@ -6,7 +6,8 @@ the step-region logic, which reads the sync index it keeps per block). Marked as
 
 - the side of a test that is never taken on XLA (``xla_sense``: ``is_xla_tensor(x)``,
   ``x.device.type == "xla"``, a flag bound from such a test, a name an XLA branch set to
-  None), and the right side of ``and``/``or`` that short-circuits on XLA;
+  None, a key test on a mapping whose key an earlier statement of the block reads on XLA),
+  and the right side of ``and``/``or`` that short-circuits on XLA;
 - the body of one-time lazy set-up (``if not self._initialized:``; also counted as
   ``once``: it runs, but once), and of a cache fill (``if L not in self.ops: ...
   self.ops[L] = build(L)``: once per key, such as each new sequence length);
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
+from detective.lint.walker import syntax_children
 from detective.lint.xla_branches import bound_names, cuda_sense, lazy_init_test, set_to_none, xla_sense
 
 
@@ -42,6 +45,9 @@ class NeverTraced:
         # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
         # for the rest of that block, until it is bound again)
         self._none_on_xla: dict[str, list] = {}
+        # (mapping, key) read or set as m["k"] by a statement that runs on XLA -> the block
+        # holding it: for the rest of that block, `"k" in m` is true there
+        self._keys_on_xla: dict[tuple[str, str], list] = {}
         self.dead_depth = 0
         # Sides of flash-attention tests (`if ..._attn_implementation == "flash_attention_2":`):
         # they run only with the CUDA flash_attn package; what they read is reported as info.
@@ -113,6 +119,22 @@ class NeverTraced:
                 and cuda_sense(test.left, self.model.resolve) > 0:
             self.cuda.add(id(test.right))  # is_flash_attn_2_available() and mask.any()
 
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if not self.dead_depth:
+            self._note_keys([node], self._blocks[-1])
+
+    def _note_keys(self, statements, block) -> None:
+        for statement in statements:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Del):  # del m["k"]: gone from here on
+                    for key in _keys_used(small):
+                        self._keys_on_xla.pop(key, None)
+                    continue
+                for key in _keys_used(small):
+                    self._keys_on_xla[key] = block
+
     def leave_If(self, node: cst.If) -> None:
         sense = self.sense(node.test)
         taken = node.body if sense > 0 else (node.orelse.body if sense < 0 and isinstance(node.orelse, cst.Else)
@@ -120,6 +142,8 @@ class NeverTraced:
         if taken is not None:
             for name in set_to_none(taken):
                 self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
+            if not self.dead_depth:  # `if self.xla: mi = batch["mask"]...`: the key is there on XLA
+                self._note_keys(block_statements(taken), self._blocks[-1])
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
         if node.orelse is None and self.sense(node.test) > 0 and _ends_in_exit(node.body):
             block = self._blocks[-1]
@@ -161,7 +185,14 @@ class NeverTraced:
             self._mark_short_circuit(test.right)
 
     def sense(self, test: cst.BaseExpression, also_none=frozenset()) -> int:
-        """``xla_sense`` here; ``also_none``: names to take for None on XLA as well."""
+        """``xla_sense`` here; ``also_none``: names to take for None on XLA as well. A key test
+        on a mapping whose key an earlier statement of this block read on XLA is decided
+        (``if self.xla: batch["mask"]...`` then ``elif "mask" in batch:`` always wins)."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn)):
+            key, mapping = T.literal_string(test.left), _chain(test.comparisons[0].comparator)
+            if key and mapping and self._keys_on_xla.get((mapping, key)) is self._blocks[-1]:
+                return 1 if isinstance(test.comparisons[0].operator, cst.In) else -1
         return xla_sense(test, self.model.resolve, self._xla_names, self.xla_nones() | also_none)
 
     def xla_nones(self) -> set[str]:
@@ -210,3 +241,38 @@ def _plain(expr: cst.BaseExpression) -> str | None:
     if not isinstance(expr, cst.Name):
         return None
     return ".".join([expr.value, *reversed(parts)])
+
+
+_CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
+                cst.BooleanOperation)
+
+
+def _keys_used(node: cst.CSTNode) -> list[tuple[str, str]]:
+    """(mapping, key) of every ``m["k"]`` the statement evaluates (not under a lambda, a
+    comprehension or a conditional expression, which may not run)."""
+    found = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, _CONDITIONAL):
+            continue
+        if isinstance(current, cst.Subscript) and len(current.slice) == 1 \
+                and isinstance(current.slice[0].slice, cst.Index):
+            key, mapping = T.literal_string(current.slice[0].slice.value), _chain(current.value)
+            if key and mapping:
+                found.append((mapping, key))
+        stack.extend(syntax_children(current))
+    return found
+
+
+def _chain(expr: cst.BaseExpression) -> str | None:
+    """``sample["net_input"]``, ``self.batch``, ``batch`` as text; None for anything else."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        base = _chain(expr.value)
+        return f"{base}.{expr.attr.value}" if base else None
+    if isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index):
+        base, key = _chain(expr.value), T.literal_string(expr.slice[0].slice.value)
+        return f"{base}[{key!r}]" if base and key else None
+    return None

@@ -149,6 +149,36 @@ def test_set_up_on_a_cache_miss_runs_once_per_key_and_is_no_region():
     assert lint({"attention.py": other}) == [("attention.py", 6, "RC001", "warning"), ("attention.py", 13, "RC001", "warning")]
 
 
+CRITERION = """
+    import torch
+    from torch_xla.core.xla_model import is_xla_tensor
+
+    class Criterion(torch.nn.Module):
+        def forward(self, model, sample):
+            logits = model(**sample["net_input"])
+            loss = logits.sum(-1)
+            if is_xla_tensor(logits):
+                loss = (loss * sample["net_input"]["mask_indices"]).sum()
+            if "sample_size" in sample:
+                size = sample["sample_size"]
+            elif "mask_indices" in sample["net_input"]:
+                size = sample["net_input"]["mask_indices"].sum()
+            else:
+                size = loss.numel() if self.infonce else loss.long().sum().item()
+            return loss, size
+"""
+
+
+def test_a_key_the_xla_branch_already_read_is_there_so_its_else_never_runs_on_xla():
+    def host_syncs(source):
+        return [f for f in lint({"criterion.py": source}) if f[2] == "RC001"]
+
+    assert host_syncs(CRITERION) == []
+    # without the XLA branch's read, the key may be missing: the fallback's .item() stays
+    unread = CRITERION.replace('(loss * sample["net_input"]["mask_indices"]).sum()', "loss.sum()")
+    assert host_syncs(unread) == [("criterion.py", 16, "RC001", "warning")]
+
+
 def test_a_python_number_scaled_by_a_helper_result_is_no_tensor():
     found = lint({
         "log.py": """
