@@ -48,6 +48,8 @@ class NeverTraced:
         # (mapping, key) read or set as m["k"] by a statement that runs on XLA -> the block
         # holding it: for the rest of that block, `"k" in m` is true there
         self._keys_on_xla: dict[tuple[str, str], list] = {}
+        self._maybe_depth = 0  # inside a lambda, a comprehension or an and/or: may not run
+        self._if_blocks: dict[int, list | None] = {}  # id of an if's body -> its block, once left
         self.dead_depth = 0
         # Sides of flash-attention tests (`if ..._attn_implementation == "flash_attention_2":`):
         # they run only with the CUDA flash_attn package; what they read is reported as info.
@@ -75,7 +77,10 @@ class NeverTraced:
             self.dead.add(id(node.exc))
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        if self._blocks.pop()[3]:
+        block = self._blocks.pop()
+        if id(node) in self._if_blocks:
+            self._if_blocks[id(node)] = block  # for leave_If: the keys read on the taken side
+        if block[3]:
             self.dead_depth -= 1
 
     def untrack(self, node: cst.CSTNode) -> None:
@@ -95,6 +100,9 @@ class NeverTraced:
         return "once" if self.dead_depth == self.once_depth else "dead"
 
     def visit_If(self, node: cst.If) -> None:
+        self._if_blocks[id(node.body)] = None
+        if isinstance(node.orelse, cst.Else):
+            self._if_blocks[id(node.orelse.body)] = None
         sense = self.sense(node.test)
         if sense < 0:
             self.dead.add(id(node.body))
@@ -119,21 +127,38 @@ class NeverTraced:
                 and cuda_sense(test.left, self.model.resolve) > 0:
             self.cuda.add(id(test.right))  # is_flash_attn_2_available() and mask.any()
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if not self.dead_depth:
-            self._note_keys([node], self._blocks[-1])
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``m["k"]`` evaluated whenever this block runs on XLA: the key is there for the rest
+        of the block (not under a lambda, a comprehension or a conditional expression)."""
+        if self.dead_depth or self._maybe_depth or len(node.slice) != 1 \
+                or not isinstance(node.slice[0].slice, cst.Index):
+            return
+        key = T.literal_string(node.slice[0].slice.value)
+        mapping = _chain(node.value) if key else None
+        if mapping:
+            self._keys_on_xla[(mapping, key)] = self._blocks[-1]
 
-    def _note_keys(self, statements, block) -> None:
-        for statement in statements:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Del):  # del m["k"]: gone from here on
-                    for key in _keys_used(small):
-                        self._keys_on_xla.pop(key, None)
-                    continue
-                for key in _keys_used(small):
-                    self._keys_on_xla[key] = block
+    def leave_Del(self, node: cst.Del) -> None:
+        stack = [node.target]
+        while stack:  # del m["k"], del (a["x"], b["y"]): gone from here on
+            target = stack.pop()
+            if isinstance(target, (cst.Tuple, cst.List)):
+                stack.extend(e.value for e in target.elements)
+            elif isinstance(target, cst.Subscript) and len(target.slice) == 1 \
+                    and isinstance(target.slice[0].slice, cst.Index):
+                self._keys_on_xla.pop((_chain(target.value), T.literal_string(target.slice[0].slice.value)), None)
+
+    def visit_Lambda(self, node) -> None:
+        self._maybe_depth += 1
+
+    def leave_Lambda(self, node) -> None:
+        self._maybe_depth -= 1
+
+    # (a one-line body, `if c: x = m["k"]`, pushes no block of its own: it may not run either)
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_BooleanOperation = visit_Lambda
+    leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_BooleanOperation = leave_Lambda
+    visit_SimpleStatementSuite = visit_Lambda
+    leave_SimpleStatementSuite = leave_Lambda
 
     def leave_If(self, node: cst.If) -> None:
         sense = self.sense(node.test)
@@ -142,8 +167,15 @@ class NeverTraced:
         if taken is not None:
             for name in set_to_none(taken):
                 self._none_on_xla[name] = self._blocks[-1]  # after the walk of every branch
-            if not self.dead_depth:  # `if self.xla: mi = batch["mask"]...`: the key is there on XLA
-                self._note_keys(block_statements(taken), self._blocks[-1])
+            # `if self.xla: mi = batch["mask"]...`: the key is there on XLA after the `if` too
+            inner = self._if_blocks.get(id(taken))
+            if inner is not None and not self.dead_depth:
+                for key, where in list(self._keys_on_xla.items()):
+                    if where is inner:
+                        self._keys_on_xla[key] = self._blocks[-1]
+        self._if_blocks.pop(id(node.body), None)
+        if isinstance(node.orelse, cst.Else):
+            self._if_blocks.pop(id(node.orelse.body), None)
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
         if node.orelse is None and self.sense(node.test) > 0 and _ends_in_exit(node.body):
             block = self._blocks[-1]
@@ -151,7 +183,11 @@ class NeverTraced:
                 block[3] = True
                 self.dead_depth += 1
 
+    def leave_IfExp(self, node: cst.IfExp) -> None:
+        self._maybe_depth -= 1
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._maybe_depth += 1  # one side runs: a key read in either may not happen
         sense = self.sense(node.test)
         if sense:
             self.dead.add(id(node.body if sense < 0 else node.orelse))
@@ -241,28 +277,6 @@ def _plain(expr: cst.BaseExpression) -> str | None:
     if not isinstance(expr, cst.Name):
         return None
     return ".".join([expr.value, *reversed(parts)])
-
-
-_CONDITIONAL = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp,
-                cst.BooleanOperation)
-
-
-def _keys_used(node: cst.CSTNode) -> list[tuple[str, str]]:
-    """(mapping, key) of every ``m["k"]`` the statement evaluates (not under a lambda, a
-    comprehension or a conditional expression, which may not run)."""
-    found = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, _CONDITIONAL):
-            continue
-        if isinstance(current, cst.Subscript) and len(current.slice) == 1 \
-                and isinstance(current.slice[0].slice, cst.Index):
-            key, mapping = T.literal_string(current.slice[0].slice.value), _chain(current.value)
-            if key and mapping:
-                found.append((mapping, key))
-        stack.extend(syntax_children(current))
-    return found
 
 
 def _chain(expr: cst.BaseExpression) -> str | None:

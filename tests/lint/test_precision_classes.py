@@ -177,6 +177,12 @@ def test_a_key_the_xla_branch_already_read_is_there_so_its_else_never_runs_on_xl
     # without the XLA branch's read, the key may be missing: the fallback's .item() stays
     unread = CRITERION.replace('(loss * sample["net_input"]["mask_indices"]).sum()', "loss.sum()")
     assert host_syncs(unread) == [("criterion.py", 16, "RC001", "warning")]
+    # nor when the read may not run (a one-line `if`, a conditional expression)
+    for maybe in ('if self.log: mi = sample["net_input"]["mask_indices"]',
+                  'mi = sample["net_input"]["mask_indices"] if self.log else None'):
+        source = unread.replace('            if "sample_size" in sample:',
+                                f'            {maybe}\n            if "sample_size" in sample:')
+        assert host_syncs(source) == [("criterion.py", 17, "RC001", "warning")], maybe
 
 
 def test_a_python_number_scaled_by_a_helper_result_is_no_tensor():
