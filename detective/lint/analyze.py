@@ -175,7 +175,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                                             guarded_by=guarded, rests_on=rests_on, costs_on=costs_on,
                                             needs=needs))
     guards = context.guards
-    summary.keyword_passes = {name: "".join(sorted(kinds)) for name, kinds in guards.keyword_passes.items()}
+    summary.keyword_passes = {scope: {name: "".join(sorted(kinds)) for name, kinds in names.items()}
+                              for scope, names in guards.keyword_passes.items()}
     summary.forwards = sorted(guards.forwards)
     summary.attr_kinds = {name: "".join(sorted(kinds)) for name, kinds in guards.attr_kinds.items()}
     summary.attr_params = sorted(guards.attr_params)

@@ -69,24 +69,27 @@ class ArgFacts:
         self._attrs: dict[str, set[str]] = defaultdict(set)  # A -> kinds `x.A = v` assigns
         self._attr_params: dict[str, set[tuple]] = defaultdict(set)  # A -> {(function, P)}: self.A = P
         for summary in project.files.values():
-            for name, kinds in summary.keyword_passes.items():
-                self._names[name].update(kinds)
+            for passes in summary.keyword_passes.values():
+                for name, kinds in passes.items():
+                    self._names[name].update(kinds)
             for name, kinds in summary.attr_kinds.items():
                 self._attrs[name].update(kinds)
             for scope_name, attr, value in summary.attr_params:
-                node = _function_of(summary, scope_name)
+                node = function_of(summary, scope_name)
                 if node is None:
                     self._attrs[attr].add(OTHER)
                 elif not self._uncalled_setter(node):
                     self._attr_params[attr].add((node, value))
             for qualname, scope in summary.scopes.items():
                 if scope.signature and not self._uncalled_setter((summary.path, qualname)):
-                    for name in _parameters(scope.signature):
-                        self._defaults[name].add(_default(scope, name))
+                    for name in parameter_names(scope.signature):
+                        self._defaults[name].add(default_kind(scope, name))
         # (callee node, P) -> kinds passed at its resolved calls; "@": a caller's parameter,
         # listed in self._from.
         self._passed: dict[tuple, set[str]] = defaultdict(set)
         self._from: dict[tuple, set[tuple]] = defaultdict(set)
+        # the same with the caller: (callee node, P) -> {(caller node, kind or "@Q")}
+        self.passed_by: dict[tuple, set[tuple]] = defaultdict(set)
         for summary in project.files.values():
             for scope_name, target, places in summary.positional_passes:
                 self._record(summary, scope_name, target, places)
@@ -94,7 +97,7 @@ class ArgFacts:
         # calls gave it: those values reach every parameter named P.
         for summary in project.files.values():
             for scope_name, name in summary.forwards:
-                node = _function_of(summary, scope_name)
+                node = function_of(summary, scope_name)
                 if node is not None:
                     self._names[name].update(self._handed(node, name, set()))
         self._memo: dict[tuple, bool] = {}
@@ -106,11 +109,11 @@ class ArgFacts:
             return set()
         seen.add((node, name))
         kinds = self._passed.get((node, name), set()) - {"@"}
-        default = _default(self.project.files[node[0]].scopes[node[1]], name)
+        default = default_kind(self.project.files[node[0]].scopes[node[1]], name)
         if default != NO_DEFAULT:
             kinds.add(default)
         for caller, q in self._from.get((node, name), ()):
-            function = _function_of(self.project.files[caller[0]], caller[1])
+            function = function_of(self.project.files[caller[0]], caller[1])
             kinds |= self._handed(function, q, seen) if q == name and function is not None else {OTHER}
         return kinds
 
@@ -143,16 +146,18 @@ class ArgFacts:
             given.add(positional[index])
             self._note(callee, positional[index], place, caller)
         for entry in keywords.split(",") if keywords else []:
-            if entry == "**":  # a mapping's keys: any parameter not passed otherwise
+            if entry in ("**", "**@"):  # a mapping's keys: any parameter not passed otherwise
                 for name in positional + keyword_only:
                     if name not in given:
-                        self._passed[(callee, name)].add(OTHER)
+                        # the caller's own **kwargs: what its callers passed as `name=`
+                        self._note(callee, name, f"@{name}" if entry == "**@" else OTHER, caller)
                 continue
             name, _, place = entry.partition("=")
             given.add(name)
             self._note(callee, name, place, caller)
 
     def _note(self, callee, name, place, caller) -> None:
+        self.passed_by[(callee, name)].add((caller, place))
         if place.startswith("@"):
             self._passed[(callee, name)].add("@")
             self._from[(callee, name)].add((caller, place[1:]))
@@ -187,7 +192,7 @@ class ArgFacts:
                 return (f" (dead in this repository: `{name}` is set only to false values; no "
                         f"construction or setter call the project makes changes it)")
             return ""
-        function = _function_of(summary, scope)
+        function = function_of(summary, scope)
         if function is None:
             return ""
         if self._holds(function, name, NONE_KINDS):
@@ -211,7 +216,7 @@ class ArgFacts:
     def python_valued(self, summary, candidate) -> str:
         """Why the parameters a candidate took for tensors by guess hold Python values
         ("" when they may not)."""
-        function = _function_of(summary, candidate.scope)
+        function = function_of(summary, candidate.scope)
         names = candidate.rests_on
         if function is None or not names or not all(
                 self._holds(function, name, PYTHON_KINDS) for name in names):
@@ -228,7 +233,7 @@ class ArgFacts:
             return self._memo[key]
         self._memo[key] = False  # a cycle proves nothing
         scope = self.project.files[node[0]].scopes[node[1]]
-        default = _default(scope, name)
+        default = default_kind(scope, name)
         named = self._names.get(name, set())
         passed = self._passed.get((node, name), set())
         # A module-level function is called by name, an autograd.Function's forward through
@@ -246,18 +251,18 @@ class ArgFacts:
             ok = bool(passed if module_level else named | passed) and default in kinds | {NO_DEFAULT} \
                 and (module_level or self._defaults[name] <= kinds)
         result = ok and seen <= kinds and (depth < 8 and all(
-            (caller_fn := _function_of(self.project.files[caller[0]], caller[1])) is not None
+            (caller_fn := function_of(self.project.files[caller[0]], caller[1])) is not None
             and self._holds(caller_fn, q, kinds, depth + 1)
             for caller, q in self._from.get((node, name), ())))
         self._memo[key] = result
         return result
 
 
-def _default(scope, name: str) -> str:
+def default_kind(scope, name: str) -> str:
     return NONE if name in scope.none_params else scope.defaults.get(name, NO_DEFAULT)
 
 
-def _parameters(signature: str) -> list[str]:
+def parameter_names(signature: str) -> list[str]:
     names, _required, _flags, kwonly = signature.split("|")
     return [n for n in (*names.split(","), *kwonly.split(",")) if n]
 
@@ -268,7 +273,7 @@ def _by_name(place: str, name: str) -> str:
     return place
 
 
-def _function_of(summary, qualname: str):
+def function_of(summary, qualname: str):
     """The function a scope belongs to (a step loop's enclosing def)."""
     scope = summary.scopes.get(qualname)
     while scope is not None and scope.qualname.rsplit(".", 1)[-1].startswith("<") and scope.parent:

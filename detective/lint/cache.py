@@ -30,7 +30,7 @@ from detective import __version__
 from detective.lint.model import FileSummary
 
 CACHE_DIR = ".detective/cache"
-_FORMAT = 14  # 14: Scope.method_calls; value_refs leave out base classes (read from ClassInfo.bases); 13: RC109 candidates guarded by the tests their varying names were bound under; 12: Scope.returns "python" for `return t.numpy()`; 11: needs-cuda from kernel attributes (self.asg = ASGLoss(...)); 10: "compiles" scope tags; 9: value_refs, cuda_built, compile-disable tags; 8: Candidate.rests_on, Scope.defaults, passes with keywords and literal kinds; 7: needs-cuda tags; 6: CallRef.shapes, Scope.signature; 5: guarded_by, none_params, keyword/positional passes; 4: Candidate/Finding.severity; 2: Finding.chain as ChainLink records, subject fields; 3: ClassInfo.tensor_attrs, reasons
+_FORMAT = 15  # 15: keyword passes per scope, "**@" for a function's own **kwargs passed on; 14: Scope.method_calls; value_refs leave out base classes (read from ClassInfo.bases); 13: RC109 candidates guarded by the tests their varying names were bound under; 12: Scope.returns "python" for `return t.numpy()`; 11: needs-cuda from kernel attributes (self.asg = ASGLoss(...)); 10: "compiles" scope tags; 9: value_refs, cuda_built, compile-disable tags; 8: Candidate.rests_on, Scope.defaults, passes with keywords and literal kinds; 7: needs-cuda tags; 6: CallRef.shapes, Scope.signature; 5: guarded_by, none_params, keyword/positional passes; 4: Candidate/Finding.severity; 2: Finding.chain as ChainLink records, subject fields; 3: ClassInfo.tensor_attrs, reasons
 
 
 def content_hash(raw: bytes) -> str:

@@ -304,8 +304,10 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     severity = "info"
                     message += f" ({only_through(_describe(project, via).function)})"
                 elif severity == "warning":  # roots entered only from eager code (lint/entrances.py)
-                    eager = eager or EagerRoots(project, facts.targets, whole)
+                    eager = eager or EagerRoots(project, facts.targets, whole, arg_facts)
                     why = eager.via(path)
+                    if why is None and eager.guards is not None:
+                        why = eager.guards.dead_candidate(summary, candidate) or None
                     if why is not None:
                         severity = "info"
                         message += f" ({why})"

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from detective.lint.discovery import is_test_path
 from detective.lint.model import COMPILES, NEEDS, NEEDS_CUDA, only_through
+from detective.lint.program_args import ProgramGuards
 from detective.lint.programs import Programs
 from detective.lint.project_facts import COMPILE_FACT
 
@@ -66,8 +67,9 @@ class EagerRoots:
     """Across files: which classes are eager-only (and why), and which traced scopes are
     reached only through their roots or through scopes excluded from compilation."""
 
-    def __init__(self, project, targets: tuple[str, ...], whole: bool = True):
-        """``whole``: the summaries are the whole project (who calls a builder is in view)."""
+    def __init__(self, project, targets: tuple[str, ...], whole: bool = True, arg_facts=None):
+        """``whole``: the summaries are the whole project (who calls a builder is in view);
+        ``arg_facts``: makes the project's ArgFacts, to find calls its programs never make."""
         self.project = project
         self.targets = targets
         self.whole = whole
@@ -83,9 +85,12 @@ class EagerRoots:
         self.eager = self._eager_classes(graph)  # class -> why
         self.eager_roots = {root: cls for root, cls in project.class_roots.items() if cls in self.eager}
         avoid = self.cuda | set(self.disabled)
-        if self.eager_roots or self.disabled:
+        self.guards = ProgramGuards(project, arg_facts(), self.programs.reached, self.programs.names_called) \
+            if self.programs is not None and arg_facts is not None else None
+        self.dead_calls = self.guards.dead_edges() if self.guards is not None else {}
+        if self.eager_roots or self.disabled or self.dead_calls:
             self.free = graph.reachable([r for r in roots if r not in self.eager_roots],
-                                        skip=project._untraced, avoid=avoid)
+                                        skip=project._untraced | set(self.dead_calls), avoid=avoid)
         else:
             self.free = None
 
@@ -308,4 +313,8 @@ class EagerRoots:
                         "from torch.compile; this project does not target torch_xla")
             if node in self.cuda:
                 return only_through(self._name(node))
+        for caller, callee in zip(path, path[1:]):
+            guard = self.dead_calls.get((caller, callee))
+            if guard is not None:
+                return f"{self._name(caller)} calls {self._name(callee)} only when {self.guards.why(guard)}"
         return None

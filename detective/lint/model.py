@@ -158,9 +158,9 @@ class FileSummary:
     # "optional-key:mask": it removes key "mask" or sets it only for some data).
     facts: list[str] = field(default_factory=list)
     content_hash: str = ""  # of the raw bytes, so a fix never lands on a changed file
-    # What calls here pass (see detective.lint.xla_params): keyword / dict key -> kinds of
-    # value, and (scope, call target, kinds by place) for positional arguments.
-    keyword_passes: dict[str, str] = field(default_factory=dict)
+    # What calls here pass (see detective.lint.xla_params): scope -> keyword / dict key ->
+    # kinds of value, and (scope, call target, kinds by place) for positional arguments.
+    keyword_passes: dict[str, dict[str, str]] = field(default_factory=dict)
     positional_passes: list[tuple[str, str, str]] = field(default_factory=list)
     forwards: list[tuple[str, str]] = field(default_factory=list)  # (scope, P) passing its P on as P=P
     # What `x.A = v` assigns, by attribute name; `self.A = P` from a parameter defaulting to

@@ -23,7 +23,6 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.walker import syntax_children
 from detective.lint.xla_branches import bound_names, cuda_sense, lazy_init_test, set_to_none, xla_sense
 
 

@@ -10,15 +10,11 @@ from collections import defaultdict
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.guard_syntax import (exits, is_config, is_none, names_in, self_attrs, sense_if_unset,
+                                         tests_truth, value_kind)
 from detective.lint.signatures import signature_of
 from detective.lint.xla_branches import bindings, bound_names
-from detective.lint.xla_params import (CONFIG, FALSY, FORWARDED, KEY, LITERAL, NONE, OTHER,
-                                       XLA_NONE)
-
-# Names of objects whose attributes are settings (``args.fp16``, ``self.cfg.normalize``,
-# ``task_cfg.normalize``): what a call passes from them is a Python value.
-CONFIG_NAMES = frozenset({"args", "cfg", "config", "conf", "opt", "opts", "hparams", "hp", "options"})
-CONFIG_SUFFIXES = ("_cfg", "_config", "_args", "_conf", "_opts")
+from detective.lint.xla_params import FALSY, FORWARDED, KEY, LITERAL, NONE, OTHER, XLA_NONE
 
 
 class ParamGuards:
@@ -32,9 +28,14 @@ class ParamGuards:
         # name once it is rebound.
         self._defaults: list[dict[str, int]] = [{}]
         self._params: list[set[str]] = [set()]
+        self._star_kwargs: list[str | None] = [None]  # per function: its **kwargs name
+        # per function: local -> the kind of its one binding so far (``prefix = None``), "o"
+        # once bound twice or to anything else
+        self._locals: list[dict[str, str]] = [{}]
         self.cond: dict[int, str] = {}  # node -> "P" (P non-None) or "P+" (P true) for it to run
         self.active: list[tuple[int, str]] = []  # (function depth, parameter) of entered nodes
-        self.keyword_passes: dict[str, set[str]] = defaultdict(set)
+        # scope -> keyword / dict key P -> kinds passed (or read as a key) there
+        self.keyword_passes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
         self.forwards: set[tuple[str, str]] = set()  # (scope, P): passes its own P on as P=P
         # Attributes: what `x.A = v` assigns anywhere, by name; `self.A = P` from a parameter
         # that defaults to None/false, and any assignment in a set_* method, as (scope, A,
@@ -77,20 +78,23 @@ class ParamGuards:
         scope.signature = signature_of(params, bound)
         defaults = {}
         for index, param in enumerate(positional):
-            if _is_none(param.default):
+            if is_none(param.default):
                 defaults[param.name.value] = index
         for param in params.kwonly_params:
-            if _is_none(param.default):
+            if is_none(param.default):
                 defaults[param.name.value] = -1
         if defaults:
             scope.none_params = dict(defaults)
-        others = {p.name.value: _value_kind(p.default) for p in (*positional, *params.kwonly_params)
-                  if p.default is not None and not _is_none(p.default)}
+        others = {p.name.value: value_kind(p.default) for p in (*positional, *params.kwonly_params)
+                  if p.default is not None and not is_none(p.default)}
         if others:
             scope.defaults = {name: kind if kind in (FALSY, LITERAL) else OTHER for name, kind in others.items()}
         self._defaults.append(defaults)
         names = {p.name.value for p in (*positional, *params.kwonly_params)}
         self._params.append(names)
+        star = params.star_kwarg
+        self._star_kwargs.append(star.name.value if isinstance(star, cst.Param) else None)
+        self._locals.append({})
         self._false_defaults.append(set(defaults) | {n for n, kind in others.items() if kind == FALSY})
         self._setter.append(node.name.value.startswith("set_"))
         self._early_returns(node.body, names)
@@ -98,19 +102,27 @@ class ParamGuards:
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._defaults.pop()
         self._params.pop()
+        self._star_kwargs.pop()
+        self._locals.pop()
         self._false_defaults.pop()
         self._setter.pop()
 
-    def _rebind(self, names) -> None:
+    def _rebind(self, names, value=None) -> None:
+        """``names`` are bound (to ``value`` when it is one name's whole value)."""
         for name in names:
             self._defaults[-1].pop(name, None)
             self._params[-1].discard(name)
+            first = name not in self._locals[-1] and value is not None
+            self._locals[-1][name] = value_kind(value) if first else OTHER
+            if name == self._star_kwargs[-1]:
+                self._star_kwargs[-1] = None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Attribute):
                 self._set_attr(target.target, node.value)
-            self._rebind(bound_names(target.target))
+            single = isinstance(target.target, cst.Name) and len(node.targets) == 1
+            self._rebind(bound_names(target.target), node.value if single else None)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Attribute):
@@ -148,17 +160,17 @@ class ParamGuards:
     def _guard(self, test, body, orelse) -> None:
         """``if P is not None:`` / ``if P:`` (P a parameter): the body runs only when P is
         given (true); the ``else`` of ``if P is None:`` likewise. ``if self.A:`` too."""
-        for attr in _self_attrs(test):
-            sense = _sense_if_unset(test, attr)
+        for attr in self_attrs(test):
+            sense = sense_if_unset(test, attr)
             dead = body if sense < 0 else (orelse if sense > 0 else None)
             if isinstance(dead, cst.Else):
                 dead = dead.body
             if dead is not None and id(dead) not in self.cond:
-                self.cond[id(dead)] = f"self.{attr}" + ("+" if _tests_truth(test, attr, True) else "")
+                self.cond[id(dead)] = f"self.{attr}" + ("+" if tests_truth(test, attr, True) else "")
         params = self._params[-1]
         if not params:
             return
-        names = _names_in(test) & params
+        names = names_in(test) & params
         if not names or self.regions.sense(test):
             return  # no parameter tested, or already decided within the file
         for name in names:
@@ -167,7 +179,7 @@ class ParamGuards:
             if isinstance(dead, cst.Else):
                 dead = dead.body
             if dead is not None and id(dead) not in self.cond:
-                self.cond[id(dead)] = name + "+" if _tests_truth(test, name) else name
+                self.cond[id(dead)] = name + "+" if tests_truth(test, name) else name
 
     def _early_returns(self, body, params: set[str]) -> None:
         """``if mask is None: return x`` at a function's top level: the statements after it
@@ -176,21 +188,21 @@ class ParamGuards:
         if not isinstance(statements, (list, tuple)):
             return
         for index, statement in enumerate(statements):
-            if not (isinstance(statement, cst.If) and statement.orelse is None and _exits(statement.body)):
+            if not (isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body)):
                 continue
-            for attr in _self_attrs(statement.test):
-                if _sense_if_unset(statement.test, attr) > 0:  # if not self.ready: return
-                    entry = f"self.{attr}" + ("+" if _tests_truth(statement.test, attr, True) else "")
+            for attr in self_attrs(statement.test):
+                if sense_if_unset(statement.test, attr) > 0:  # if not self.ready: return
+                    entry = f"self.{attr}" + ("+" if tests_truth(statement.test, attr, True) else "")
                     for later in statements[index + 1:]:
                         self.cond.setdefault(id(later), entry)
                     break
-            names = _names_in(statement.test) & params
+            names = names_in(statement.test) & params
             if not names or self.regions.sense(statement.test):
                 continue
             names -= bindings(statements[:index]).keys()  # rebound before the test: no longer the argument
             for name in names:
                 if self.regions.sense(statement.test, also_none={name}) > 0:
-                    entry = name + "+" if _tests_truth(statement.test, name) else name
+                    entry = name + "+" if tests_truth(statement.test, name) else name
                     for later in statements[index + 1:]:
                         self.cond.setdefault(id(later), entry)
                     break
@@ -220,7 +232,10 @@ class ParamGuards:
                 self._by_name(name, passed)
                 keywords.append(f"{name}={passed}")
             elif arg.star == "**":
-                keywords.append("**")  # its keys are unseen here
+                # the function's own **kwargs passed on hands on what its callers passed by
+                # keyword ("**@"); another mapping's keys are unseen here
+                own = isinstance(arg.value, cst.Name) and arg.value.value == self._star_kwargs[-1]
+                keywords.append("**@" if own else "**")
             elif arg.star:
                 if not starred:
                     positional.append("*")  # the places after it are unknown
@@ -252,8 +267,8 @@ class ParamGuards:
         whose values this file may not show (a tokenizer's output expanded into a model).
         Not a config's (``args.model.get("normalize", False)``): settings are Python values."""
         key = T.literal_string(node)
-        if key and key.isidentifier() and not _is_config(mapping):
-            self.keyword_passes[key].add(KEY)
+        if key and key.isidentifier() and not is_config(mapping):
+            self.keyword_passes[self.model.scope.qualname][key].add(KEY)
 
     def visit_Dict(self, node: cst.Dict) -> None:
         for element in node.elements:
@@ -278,7 +293,7 @@ class ParamGuards:
                 passed = FORWARDED
             else:
                 passed = OTHER
-        self.keyword_passes[name].add(passed)
+        self.keyword_passes[self.model.scope.qualname][name].add(passed)
 
     def _passed(self, value: cst.BaseExpression) -> str:
         """What a call passes: a kind (see xla_params), or ``@name`` for the caller's own
@@ -291,126 +306,5 @@ class ParamGuards:
                 return XLA_NONE
             if name in self._params[-1]:
                 return f"@{name}"
-            return _value_kind(value)
-        return _value_kind(value)
-
-
-
-
-def _value_kind(node) -> str:
-    """A Python literal (false or not), a setting read from a config object, or other."""
-    if isinstance(node, cst.Name):
-        return {"True": LITERAL, "False": FALSY, "None": NONE}.get(node.value, OTHER)
-    if isinstance(node, (cst.Integer, cst.Float)):
-        return FALSY if node.evaluated_value == 0 else LITERAL
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)) \
-            and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        return _value_kind(node.expression)
-    if isinstance(node, cst.SimpleString):
-        return FALSY if not node.evaluated_value else LITERAL
-    if isinstance(node, (cst.ConcatenatedString, cst.FormattedString)):
-        return LITERAL
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
-            and len(node.args) >= 2 and _is_config(node.args[0].value):
-        return CONFIG  # getattr(args, "fp16", False)
-    if isinstance(node, cst.Attribute) and _is_config(node.value):
-        return CONFIG
-    return OTHER
-
-
-def _is_config(node) -> bool:
-    while isinstance(node, cst.Attribute):
-        if _config_name(node.attr.value):
-            return True
-        node = node.value
-    return isinstance(node, cst.Name) and _config_name(node.value)
-
-
-def _config_name(name: str) -> bool:
-    return name in CONFIG_NAMES or name.endswith(CONFIG_SUFFIXES)
-
-
-def _exits(body) -> bool:
-    """Does this block end by leaving the function (``return``, ``raise``)?"""
-    statements = getattr(body, "body", ())
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], (cst.Return, cst.Raise))
-    return False
-
-
-def _is_self_attr(node, attr: str) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == attr \
-        and isinstance(node.value, cst.Name) and node.value.value == "self"
-
-
-def _self_attrs(test) -> list[str]:
-    """``self.A`` tested for truth or None-ness in ``test`` (through not/and/or)."""
-    found, stack = [], [test]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-            found.append(node.attr.value)
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif isinstance(node, cst.BooleanOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            stack.append(node.left)
-    return found
-
-
-def _sense_if_unset(test, attr: str) -> int:
-    """The test's truth when ``self.attr`` is None (or false where it is tested for truth):
-    +1 true, -1 false, 0 unknown."""
-    if _is_self_attr(test, attr):
-        return -1
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return -_sense_if_unset(test.expression, attr)
-    if isinstance(test, cst.BooleanOperation):
-        left, right = _sense_if_unset(test.left, attr), _sense_if_unset(test.right, attr)
-        if isinstance(test.operator, cst.And):
-            return -1 if -1 in (left, right) else (1 if left == right == 1 else 0)
-        return 1 if 1 in (left, right) else (-1 if left == right == -1 else 0)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and _is_self_attr(test.left, attr):
-        target = test.comparisons[0]
-        if isinstance(target.comparator, cst.Name) and target.comparator.value == "None":
-            return 1 if isinstance(target.operator, cst.Is) else (
-                -1 if isinstance(target.operator, cst.IsNot) else 0)
-    return 0
-
-
-def _tests_truth(test, name: str, attr: bool = False) -> bool:
-    """``if P:`` / ``not P`` / ``P and x``: the test needs P true, not only given."""
-    stack = [test]
-    while stack:
-        node = stack.pop()
-        if (_is_self_attr(node, name) if attr else (isinstance(node, cst.Name) and node.value == name)):
-            return True
-        if isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif isinstance(node, cst.BooleanOperation):
-            stack.extend((node.left, node.right))
-    return False
-
-
-def _is_none(node) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _names_in(test: cst.BaseExpression) -> set[str]:
-    found = set()
-    stack = [test]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Name):
-            found.add(node.value)
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif isinstance(node, cst.BooleanOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.Comparison):
-            stack.append(node.left)
-    return found
+            return self._locals[-1].get(name) or value_kind(value)  # True, False: literals
+        return value_kind(value)

@@ -95,6 +95,11 @@ class Programs:
                     if (m := project.find_method(cls, name)) is not None]
         self._elsewhere = graph.reachable(entries, skip=project._untraced_dead)
 
+    @property
+    def names_called(self) -> set[str]:
+        """Method names reached scopes call on receivers no file can name."""
+        return self._names_called
+
     def outside(self, node: Node) -> bool:
         """Does ``node`` run only in programs of the project that neither use torch_xla nor
         compile (the generation CLIs that call ``task.build_generator``)?"""

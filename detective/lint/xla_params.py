@@ -39,8 +39,9 @@ def none_on_xla(project) -> frozenset[str]:
     """Parameter names None whenever the project's code runs on XLA (see the module doc)."""
     flags: dict[str, set[str]] = defaultdict(set)
     for summary in project.files.values():
-        for name, passed in summary.keyword_passes.items():
-            flags[name].update(passed)
+        for passes in summary.keyword_passes.values():
+            for name, passed in passes.items():
+                flags[name].update(passed)
     if not any(XLA_NONE in passed for passed in flags.values()) and not any(
             XLA_NONE in places.partition(";")[0].split(",") for summary in project.files.values()
             for _scope, _target, places in summary.positional_passes):
