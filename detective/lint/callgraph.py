@@ -62,6 +62,7 @@ class Project(ClassHierarchy):
         self._graph: tuple[dict, dict] | None = None
         self._cuda: set[Node] = set()  # scopes that need CUDA, and what the roots reach without them
         self._cuda_free: set[Node] | None = None
+        self._needs_cuda: set[Node] | None = None
         # (summary, scope, guard) -> the guard never holds in the repository, so a call made
         # under it traces nothing (set by the engine; see detective.lint.arg_facts)
         self.guard_dead = None
@@ -288,12 +289,34 @@ class Project(ClassHierarchy):
         every traced path to that scope runs through one (see :mod:`detective.lint.cuda_only`)."""
         if self._cuda_free is None:
             graph, roots = self.graph()
-            self._cuda = {n for n in graph if NEEDS_CUDA in self.files[n[0]].scopes[n[1]].tags}
+            self._cuda = self.needs_cuda()
             self._cuda_free = graph.reachable(roots, skip=self._untraced, avoid=self._cuda) \
                 if self._cuda else set()
         if not self._cuda or path[-1] in self._cuda_free:
             return None
         return next((n for n in path if n in self._cuda), None)
+
+    def needs_cuda(self) -> set[Node]:
+        """Scopes that cannot run on an XLA host: tagged ``needs-cuda`` in their file, or calling
+        on every way through them (``Scope.must_calls``) one in another file that needs CUDA."""
+        if self._needs_cuda is None:
+            needs = {(s.path, q) for s in self.files.values() for q, scope in s.scopes.items()
+                     if NEEDS_CUDA in scope.tags}
+            callers: dict[Node, list[Node]] = {}
+            for summary in self.files.values():
+                for qualname, scope in summary.scopes.items():
+                    for target in scope.must_calls:
+                        callee = self.resolve(target, summary, scope.class_name)
+                        if callee is not None:
+                            callers.setdefault(callee, []).append((summary.path, qualname))
+            stack = list(needs)
+            while stack:
+                for caller in callers.get(stack.pop(), ()):
+                    if caller not in needs:
+                        needs.add(caller)
+                        stack.append(caller)
+            self._needs_cuda = needs
+        return self._needs_cuda
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""

@@ -7,8 +7,15 @@ with a CUDA device, or only on CPU and CUDA tensors: a kernel package with no XL
 attribute of its class built by one (``self.asg = ASGLoss(...)`` in any method, then
 ``self.asg.forward(...)``), ``.cuda()``, CUDA streams and events, or (within the file)
 another function that needs CUDA. A call under ``if`` counts only when both sides make
-one; a loop body, a ``try`` body or code after a conditional ``return`` does not (it may
-not run). Such functions are tagged ``needs-cuda``; a finding reached only through them
+one, except a ``.cuda()`` under a test that is not about the device (``if scale is None:``,
+lazy set-up): the program takes that side sooner or later, and on a TPU host it fails there.
+A loop body, a ``try`` body or code after a conditional ``return`` does not count (it may
+not run). A function chosen from the module's own by a name prefix
+(``globals()[f"emulate_int8_{method}"]``, then called) needs CUDA when all the candidates do.
+Such functions are tagged ``needs-cuda``; each function also records the imported functions
+it calls on every way through it (``Scope.must_calls``), so that the cross-file pass
+(:meth:`detective.lint.callgraph.Project.needs_cuda`) carries the tag to their callers in
+other files. A finding reached only through them
 (see :meth:`detective.lint.callgraph.Project.cuda_only_via`) is real under
 ``torch.compile`` but never on an XLA host, and is reported as ``info``.
 """
@@ -31,6 +38,12 @@ CUDA_CALLS = frozenset({
     "torch.cuda.set_device",
 })
 _NESTED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+# A test naming one of these chooses a device (`if torch.cuda.is_available()`, `if args.cpu`,
+# `if x.device.type == "cuda"`): its other side is how the code runs elsewhere.
+_DEVICE_WORDS = ("cuda", "gpu", "cpu", "device", "xla", "tpu", "mps", "available", "accelerator")
+# Calls into these never reach a project function that needs CUDA: not recorded as must-calls.
+_LIBRARY_ROOTS = frozenset({"torch", "numpy", "math", "os", "sys", "logging", "typing", "builtins",
+                            "collections", "itertools", "functools", "re", "json", "time"})
 
 
 def is_cuda_call(dotted: str | None, method: str | None) -> bool:
@@ -48,6 +61,11 @@ class CudaScopes:
     def __init__(self, model):
         self.model = model
         self.direct: set[int] = set()  # ids of calls that need CUDA
+        self.moves: set[int] = set()  # ids of .cuda() calls: they count under any test but a device one
+        self.targets: dict[int, str] = {}  # id(call) -> an imported function it calls
+        # q = globals()[f"prefix{...}"]: (scope, q) -> prefix; then (id(call), scope, prefix)
+        self._picked: dict[tuple[str, str], str] = {}
+        self.picked_calls: list[tuple[int, str, str]] = []
         self.direct_in: set[str] = set()  # scopes making such calls
         self.local_calls: list[tuple[int, str, str]] = []  # (id(call), caller scope, callee qualname)
         self.functions: dict[str, cst.FunctionDef] = {}
@@ -61,6 +79,9 @@ class CudaScopes:
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value, class_name = node.value, self.model.scope.class_name
+        prefix = _globals_prefix(value)
+        if prefix and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._picked[(self.model.scope.qualname, node.targets[0].target.value)] = prefix
         if class_name and isinstance(value, cst.Call) and is_cuda_call(self.model.resolve(value.func), None):
             for target in node.targets:
                 attr = _self_attr(target.target)
@@ -74,9 +95,15 @@ class CudaScopes:
         if is_cuda_call(model.resolve(func), method):
             self.direct.add(id(node))
             self.direct_in.add(model.scope.qualname)
+            if method == "cuda":
+                self.moves.add(id(node))
             return
         target = model.call_target(func)
         scope = model.scope
+        if isinstance(func, cst.Name) and (scope.qualname, func.value) in self._picked:
+            self.picked_calls.append((id(node), scope.qualname, self._picked[(scope.qualname, func.value)]))
+        if target and not target.startswith(("self.", "local:")) and target.split(".", 1)[0] not in _LIBRARY_ROOTS:
+            self.targets[id(node)] = target
         if target and target.startswith("self.") and scope.class_name:
             # self.asg(...), self.asg.forward(...): a kernel attribute, if the class builds one
             self.attr_calls.append((id(node), scope.qualname, scope.class_name, target.split(".")[1]))
@@ -86,21 +113,33 @@ class CudaScopes:
             self.local_calls.append((id(node), scope.qualname, target[6:]))
 
     def leave_Module(self, node: cst.Module) -> None:
+        scopes = self.model.scopes
+        if self.targets:
+            for qualname, function in self.functions.items():
+                must = _must_targets(_statements(function.body), self.targets)
+                if must:
+                    scopes[qualname].must_calls = sorted(must)
         for call, caller, class_name, attr in self.attr_calls:
             if (class_name, attr) in self.kernel_attrs:
                 self.direct.add(call)
                 self.direct_in.add(caller)
         if not self.direct:
             return
-        scopes = self.model.scopes
+        module_functions = [q for q in self.functions if "." not in q]
+        picked = [(call, caller, [q for q in module_functions if q.startswith(prefix)])
+                  for call, caller, prefix in self.picked_calls]
         needs: set[str] = set()
-        hits, callers = set(self.direct), set(self.direct_in)
+        hits, moves, callers = set(self.direct), set(self.moves), set(self.direct_in)
         while callers:  # a function that must call one that needs CUDA needs it too
             found = {q for q in callers - needs if q in self.functions
-                     and _must_run(_statements(self.functions[q].body), hits)}
+                     and _must_run(_statements(self.functions[q].body), hits, moves)}
             needs |= found
             calls = [(call, caller) for call, caller, callee in self.local_calls if callee in found]
-            hits.update(call for call, _ in calls)
+            calls += [(call, caller) for call, caller, candidates in picked
+                      if candidates and set(candidates) <= needs and call not in hits]
+            for call, _ in calls:
+                hits.add(call)
+                moves.add(call)  # a call is as avoidable as what its callee does
             callers = {caller for _, caller in calls} - needs
         for qualname in needs:
             scopes[qualname].tags.append(NEEDS_CUDA)
@@ -130,8 +169,9 @@ def _exits(node: cst.CSTNode) -> bool:
     return any(_exits(child) for child in syntax_children(node) if not isinstance(child, _NESTED))
 
 
-def _must_run(statements, hits: set[int]) -> bool:
-    """Does every way through ``statements`` make one of the calls in ``hits``?"""
+def _must_run(statements, hits: set[int], moves: set[int]) -> bool:
+    """Does every way through ``statements`` make one of the calls in ``hits``? A call in
+    ``moves`` (``.cuda()``) counts on either side of a test that does not choose a device."""
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine):
             if _contains(statement, hits):
@@ -140,12 +180,16 @@ def _must_run(statements, hits: set[int]) -> bool:
             if _contains(statement.test, hits):
                 return True
             orelse = statement.orelse
-            if orelse is not None and _must_run(_statements(statement.body), hits) and _must_run(
-                    (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body), hits):
+            rest = () if orelse is None else (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body)
+            if orelse is not None and _must_run(_statements(statement.body), hits, moves) \
+                    and _must_run(rest, hits, moves):
+                return True
+            if moves and not _chooses_device(statement.test) and (
+                    _must_run(_statements(statement.body), moves, moves) or _must_run(rest, moves, moves)):
                 return True
         elif isinstance(statement, cst.With):
             if any(_contains(item, hits) for item in statement.items) \
-                    or _must_run(_statements(statement.body), hits):
+                    or _must_run(_statements(statement.body), hits, moves):
                 return True
         elif isinstance(statement, cst.For):
             if _contains(statement.iter, hits):
@@ -156,3 +200,65 @@ def _must_run(statements, hits: set[int]) -> bool:
         if _exits(statement):
             return False
     return False
+
+
+def _must_targets(statements, targets: dict[int, str]) -> set[str]:
+    """The imported functions (``targets`` of call ids) every way through ``statements`` calls,
+    by the rules of :func:`_must_run`."""
+    found: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, cst.SimpleStatementLine):
+            found |= _targets_in(statement, targets)
+        elif isinstance(statement, cst.If):
+            found |= _targets_in(statement.test, targets)
+            orelse = statement.orelse
+            if orelse is not None:
+                rest = (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body)
+                found |= _must_targets(_statements(statement.body), targets) & _must_targets(rest, targets)
+        elif isinstance(statement, cst.With):
+            for item in statement.items:
+                found |= _targets_in(item, targets)
+            found |= _must_targets(_statements(statement.body), targets)
+        elif isinstance(statement, cst.For):
+            found |= _targets_in(statement.iter, targets)
+        elif isinstance(statement, cst.While):
+            found |= _targets_in(statement.test, targets)
+        if _exits(statement):
+            break
+    return found
+
+
+def _targets_in(node: cst.CSTNode, targets: dict[int, str]) -> set[str]:
+    found = {targets[id(node)]} if id(node) in targets else set()
+    for child in syntax_children(node):
+        if not isinstance(child, _NESTED):
+            found |= _targets_in(child, targets)
+    return found
+
+
+def _chooses_device(test: cst.CSTNode) -> bool:
+    """Does the test name a device (a name, attribute or string with a device word)?"""
+    if isinstance(test, cst.Name):
+        text = test.value
+    elif isinstance(test, cst.Attribute):
+        text = test.attr.value
+    elif isinstance(test, cst.SimpleString):
+        text = test.value
+    else:
+        text = ""
+    if any(word in text.lower() for word in _DEVICE_WORDS):
+        return True
+    return any(_chooses_device(child) for child in syntax_children(test) if not isinstance(child, _NESTED))
+
+
+def _globals_prefix(value: cst.BaseExpression) -> str | None:
+    """``globals()[f"emulate_int8_{method}"]`` -> ``"emulate_int8_"``: a module function
+    picked by a name prefix."""
+    if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call)
+            and isinstance(value.value.func, cst.Name) and value.value.func.value == "globals"
+            and len(value.slice) == 1 and isinstance(value.slice[0].slice, cst.Index)):
+        return None
+    key = value.slice[0].slice.value
+    if isinstance(key, cst.FormattedString) and key.parts and isinstance(key.parts[0], cst.FormattedStringText):
+        return key.parts[0].value or None
+    return None

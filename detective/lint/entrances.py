@@ -50,7 +50,7 @@ class and is called only from eager code is not followed (its callers are not en
 from __future__ import annotations
 
 from detective.lint.discovery import is_test_path
-from detective.lint.model import COMPILES, NEEDS, NEEDS_CUDA, only_through
+from detective.lint.model import COMPILES, NEEDS, only_through
 from detective.lint.program_args import ProgramGuards
 from detective.lint.programs import Programs
 from detective.lint.project_facts import COMPILE_FACT
@@ -81,7 +81,7 @@ class EagerRoots:
             stem = stem[:-len("/__init__")] if stem.endswith("/__init__") else stem
             self.by_path[stem.lstrip("./").replace("/", ".")] = summary
         self.disabled = self._disabled(graph) if "xla" not in targets else {}
-        self.cuda = {n for n in graph if NEEDS_CUDA in self._scope(n).tags}
+        self.cuda = project.needs_cuda() & set(graph)
         self.eager = self._eager_classes(graph)  # class -> why
         self.eager_roots = {root: cls for root, cls in project.class_roots.items() if cls in self.eager}
         avoid = self.cuda | set(self.disabled)

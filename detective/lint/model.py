@@ -117,6 +117,8 @@ class Scope:
     return_calls: list[str] = field(default_factory=list)
     # Methods called on a receiver the file cannot name (`task.build_model(cfg)`), by name
     method_calls: list[str] = field(default_factory=list)
+    # Imported functions called on every way through it (see detective.lint.cuda_only)
+    must_calls: list[str] = field(default_factory=list)
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
     none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)

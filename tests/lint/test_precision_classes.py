@@ -571,6 +571,61 @@ def test_a_module_that_moves_a_tensor_with_cuda_on_every_call_is_info():
     assert {(c, s) for _, _, c, s in lint({"q.py": optional})} == {("RC001", "warning")}
 
 
+QUANT_OPS = """
+    import torch
+
+    def emulate_int(w, method, scale=None):
+        q = globals()[f"emulate_int8_{method}"]
+        return q(w, scale=scale)
+
+    def emulate_int8_tensor(w, scale=None):
+        if scale is None:
+            scale = w.abs().max().cuda()
+        return torch.round(w / scale) * scale, scale
+
+    def emulate_int8_channel(w, scale=None):
+        if scale is None:
+            scale = w.abs().amax(-1).cuda()
+        return torch.round(w / scale) * scale, scale
+"""
+QUANT_LINEAR = """
+    import torch
+    from .ops import emulate_int
+
+    class IntLinear(torch.nn.Linear):
+        def forward(self, x):
+            w, self.scale = emulate_int(self.weight, self.method, self.scale)
+            return torch.clamp(x @ w, -self.scale.item(), self.scale.item())
+"""
+
+
+def _quant(ops=QUANT_OPS, linear=QUANT_LINEAR):
+    return {s for _, _, c, s in lint({"quant/__init__.py": "", "quant/ops.py": ops,
+                                      "quant/linear.py": linear}) if c == "RC001"}
+
+
+def test_a_forward_that_calls_a_function_in_another_file_that_moves_to_cuda_is_info():
+    # fairseq's scalar quant-noise: emulate_int picks emulate_int8_* through globals(), and
+    # each moves its scale with .cuda() the first time (scale is None): never on a TPU host.
+    assert _quant() == {"info"}
+    # One candidate the pick may choose runs without CUDA.
+    no_cuda = QUANT_OPS + textwrap.indent(textwrap.dedent("""
+        def emulate_int8_histogram(w, scale=None):
+            return torch.round(w), scale
+        """), "    ")
+    assert _quant(ops=no_cuda) == {"warning"}
+    # .cuda() only where the test chooses the device: the other side is the XLA way.
+    device_choice = QUANT_OPS.replace("if scale is None:", "if w.is_cuda:")
+    assert _quant(ops=device_choice) == {"warning"}
+    # The forward calls it only on one side of a branch.
+    optional = QUANT_LINEAR.replace(
+        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)",
+        "            w = self.weight\n"
+        "            if self.quantize:\n"
+        "                w, self.scale = emulate_int(self.weight, self.method, self.scale)")
+    assert _quant(linear=optional) == {"warning"}
+
+
 ASG = """
     import torch
 
