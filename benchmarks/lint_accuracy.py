@@ -19,7 +19,8 @@ matches.
 whole-repository runs and judged by reading the code, one file per sample; the precision
 of each sample is printed apart, with the linter commit it was drawn from (samples of
 different linter commits are never pooled). Only findings shown by default (severity
-``warning``) are scored or drawn. ``--draw-sample N`` draws a fresh sample
+``warning``) are scored or drawn; the labelled sets' precision and recall are also printed
+with ``info`` findings counted, to show what is found but shown only on request. ``--draw-sample N`` draws a fresh sample
 (fixed ``--seed``) from this run's whole-repository findings into a CSV to be judged,
 leaving out findings (repo, path, line, code) already in a sample file.
 
@@ -241,8 +242,9 @@ def linter_identity(python: str) -> dict:
 
 
 def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout: float) -> tuple[list[dict], str | None, float]:
-    """Findings as (path relative to root, line, code) records, or an error line."""
-    argv = cmd + ["lint", "--format", "json", "--no-cache", "--exit-zero", "-j", str(jobs), *targets]
+    """Findings as (path relative to root, line, code, severity) records, or an error line."""
+    argv = cmd + ["lint", "--format", "json", "--no-cache", "--exit-zero", "--min-severity", "info",
+                  "-j", str(jobs), *targets]
     start = time.perf_counter()
     try:
         proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=timeout)
@@ -259,14 +261,12 @@ def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout:
         return [], f"exit {proc.returncode}: {tail[0][:200]}", elapsed
     findings = []
     for item in raw:
-        # What a user sees by default: a config found above the checkout could ask for info
-        # findings too; linters older than the severity field report warnings only.
-        if item.get("severity", "warning") != "warning":
-            continue
         rel = os.path.normpath(item["path"])
         if os.path.isabs(rel):
             rel = os.path.relpath(rel, root)
-        findings.append({"path": rel, "line": int(item["line"]), "code": item["code"]})
+        # linters older than the severity field report warnings only
+        findings.append({"path": rel, "line": int(item["line"]), "code": item["code"],
+                         "severity": item.get("severity", "warning")})
     return findings, None, elapsed
 
 
@@ -558,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
 
         all_findings: dict[str, dict[str, list[dict]]] = {}
         for setting in settings:
-            findings: dict[str, list[dict]] = {}
+            findings: dict[str, list[dict]] = {}  # what a user sees by default: warnings
+            every: dict[str, list[dict]] = {}  # info findings too (--min-severity info)
             for (repo, commit), snap in sorted(snaps.items()):
                 if snap.root is None:
                     continue
@@ -573,11 +574,14 @@ def main(argv: list[str] | None = None) -> int:
                     print(msg, file=sys.stderr)
                     problems.append(msg)
                     continue
-                findings[repo] = items
+                every[repo] = items
+                findings[repo] = [f for f in items if f["severity"] == "warning"]
             all_findings[setting] = findings
             scored = score(usable, snaps, findings)
+            any_severity = score(usable, snaps, every)["table"].get("all", {})
             results["settings"][setting] = {
                 "table": scored["table"],
+                "table_any_severity": any_severity,
                 "findings": sum(len(v) for v in findings.values()),
                 "all_findings": findings,
                 "misses": [o["site"].where() + " " + o["site"].rule for o in scored["outcomes"] if o["outcome"] == "fn"],
@@ -585,6 +589,10 @@ def main(argv: list[str] | None = None) -> int:
             }
             print_table(f"{SETTING_TITLES[setting]}: precision and recall on labelled sites "
                         f"({results['settings'][setting]['findings']} findings in all)", scored["table"], args.by_repo)
+            if any_severity:
+                print(f"  with info findings counted too (--min-severity info): precision "
+                      f"{fmt(any_severity['precision'])}, recall {fmt(any_severity['recall'])} "
+                      f"(tp {any_severity['tp']}, fp {any_severity['fp']}, fn {any_severity['fn']})")
             if args.list:
                 print_outcomes(setting, scored["outcomes"])
 
