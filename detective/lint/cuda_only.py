@@ -63,6 +63,11 @@ class CudaScopes:
         self.direct: set[int] = set()  # ids of calls that need CUDA
         self.moves: set[int] = set()  # ids of .cuda() calls: they count under any test but a device one
         self.targets: dict[int, str] = {}  # id(call) -> an imported function it calls
+        # ids of the open statements, and of those holding a call in targets: the walk for
+        # must_calls looks into those only
+        self._open: list[int] = []
+        self._holding: set[int] = set()
+        self._exiting: set[int] = set()  # open when a return, break or continue was seen
         # q = globals()[f"prefix{...}"]: (scope, q) -> prefix; then (id(call), scope, prefix)
         self._picked: dict[tuple[str, str], str] = {}
         self.picked_calls: list[tuple[int, str, str]] = []
@@ -76,6 +81,22 @@ class CudaScopes:
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[self.model.scope.qualname] = node  # the model entered it already
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        self._open.append(id(node))
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        self._open.pop()
+
+    def _exit(self, node: cst.CSTNode) -> None:
+        self._exiting.update(self._open)
+
+    # every kind of statement, so that a return anywhere inside marks the one that holds it
+    visit_SimpleStatementLine = visit_If = visit_With = visit_For = visit_While = _enter
+    visit_Try = visit_TryStar = visit_Match = _enter
+    leave_SimpleStatementLine = leave_If = leave_With = leave_For = leave_While = _leave
+    leave_Try = leave_TryStar = leave_Match = _leave
+    visit_Return = visit_Break = visit_Continue = _exit
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value, class_name = node.value, self.model.scope.class_name
@@ -104,6 +125,7 @@ class CudaScopes:
             self.picked_calls.append((id(node), scope.qualname, self._picked[(scope.qualname, func.value)]))
         if target and not target.startswith(("self.", "local:")) and target.split(".", 1)[0] not in _LIBRARY_ROOTS:
             self.targets[id(node)] = target
+            self._holding.update(self._open)
         if target and target.startswith("self.") and scope.class_name:
             # self.asg(...), self.asg.forward(...): a kernel attribute, if the class builds one
             self.attr_calls.append((id(node), scope.qualname, scope.class_name, target.split(".")[1]))
@@ -116,7 +138,7 @@ class CudaScopes:
         scopes = self.model.scopes
         if self.targets:
             for qualname, function in self.functions.items():
-                must = _must_targets(_statements(function.body), self.targets)
+                must = _must_targets(_statements(function.body), self.targets, self._holding, self._exiting)
                 if must:
                     scopes[qualname].must_calls = sorted(must)
         for call, caller, class_name, attr in self.attr_calls:
@@ -202,28 +224,32 @@ def _must_run(statements, hits: set[int], moves: set[int]) -> bool:
     return False
 
 
-def _must_targets(statements, targets: dict[int, str]) -> set[str]:
+def _must_targets(statements, targets: dict[int, str], holding: set[int], exiting: set[int]) -> set[str]:
     """The imported functions (``targets`` of call ids) every way through ``statements`` calls,
-    by the rules of :func:`_must_run`."""
+    by the rules of :func:`_must_run`; ``holding``: the statements that hold such calls,
+    ``exiting``: those that may leave early."""
     found: set[str] = set()
     for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
+        if id(statement) not in holding:
+            pass
+        elif isinstance(statement, cst.SimpleStatementLine):
             found |= _targets_in(statement, targets)
         elif isinstance(statement, cst.If):
             found |= _targets_in(statement.test, targets)
             orelse = statement.orelse
             if orelse is not None:
                 rest = (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body)
-                found |= _must_targets(_statements(statement.body), targets) & _must_targets(rest, targets)
+                found |= _must_targets(_statements(statement.body), targets, holding, exiting) \
+                    & _must_targets(rest, targets, holding, exiting)
         elif isinstance(statement, cst.With):
             for item in statement.items:
                 found |= _targets_in(item, targets)
-            found |= _must_targets(_statements(statement.body), targets)
+            found |= _must_targets(_statements(statement.body), targets, holding, exiting)
         elif isinstance(statement, cst.For):
             found |= _targets_in(statement.iter, targets)
         elif isinstance(statement, cst.While):
             found |= _targets_in(statement.test, targets)
-        if _exits(statement):
+        if id(statement) in exiting:
             break
     return found
 

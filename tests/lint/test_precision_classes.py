@@ -624,6 +624,13 @@ def test_a_forward_that_calls_a_function_in_another_file_that_moves_to_cuda_is_i
         "            if self.quantize:\n"
         "                w, self.scale = emulate_int(self.weight, self.method, self.scale)")
     assert _quant(linear=optional) == {"warning"}
+    # ... or after a way out of the forward (the .item() before it still runs on XLA).
+    early = QUANT_LINEAR.replace(
+        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)",
+        "            if self.scale.item() > 0:\n"
+        "                return x\n"
+        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)")
+    assert _quant(linear=early) == {"warning"}
 
 
 ASG = """
