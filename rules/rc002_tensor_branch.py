@@ -317,8 +317,12 @@ class ScaledSoftmax(torch.autograd.Function):
             # has_pads = torch.tensor(x.device.type == "xla") or m.any(): on XLA the value is
             # the device test's CPU constant; the device read happens elsewhere only.
             cpu = self._on_cpu(test) or self.context.regions.sense(test) != 0
+            # `if right_to_left and not pad[:, -1].any():` reads the tensor only when the flag is on
+            guards = self.context.guards.short_circuit(test)
+            if guards and self.context.reads_tensor_value(test.left):
+                guards = ()
             self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=what,
-                        severity="info" if cpu else "warning")
+                        severity="info" if cpu else "warning", guarded_by=guards)
 
     def _on_cpu(self, test: cst.BaseExpression) -> bool:
         """Every tensor the test reads was made on the CPU in this function."""

@@ -20,7 +20,10 @@ anything but ``None`` or a false literal. Decided by name (every function with a
 parameter ``P`` defaults it to ``None``/a false literal, and some call passes ``P``, if
 only by forwarding it: not library API no one calls), or, for a module-level function,
 from its resolved calls alone (``modify_bias(bias, n, pos_mask)`` with the caller's
-``pos_mask`` itself always ``None``). Such a candidate becomes ``info`` with the reason.
+``pos_mask`` itself always ``None``). A module-level function the project calls, but never
+with ``P`` (nor ``P=`` anywhere), keeps its default (``convert_padding_direction(src, pad,
+left_to_right=True)``: ``right_to_left`` stays False); ``P and x`` counts as ``x`` under
+``if P:``. Such a candidate becomes ``info`` with the reason.
 
 Why by name, and why ``info``. Calls reach methods through ``model(...)``,
 ``self.encoder(...)`` and ``**kwargs``, which the call graph resolves only in part, so a
@@ -90,6 +93,7 @@ class ArgFacts:
         self._from: dict[tuple, set[tuple]] = defaultdict(set)
         # the same with the caller: (callee node, P) -> {(caller node, kind or "@Q")}
         self.passed_by: dict[tuple, set[tuple]] = defaultdict(set)
+        self._callees: set[tuple] = set()  # functions some resolved call with arguments reaches
         for summary in project.files.values():
             for scope_name, target, places in summary.positional_passes:
                 self._record(summary, scope_name, target, places)
@@ -126,6 +130,7 @@ class ArgFacts:
             callee, offset = self.project.resolve(target[:-len("apply")] + "forward", summary, class_name), 1
         if callee is None:
             return
+        self._callees.add(callee)
         signature = self.project.files[callee[0]].scopes[callee[1]].signature
         if not signature:
             return
@@ -245,6 +250,9 @@ class ArgFacts:
         if kinds is PYTHON_KINDS:
             # evidence of a flag or a number, and every function's default a literal or none
             ok = bool(seen & PYTHON_EVIDENCE) and self._defaults[name] <= PYTHON_DEFAULTS
+        elif module_level and not passed and node in self._callees:
+            # called by the project, never with P (nor P= anywhere): P is always its default
+            ok = default in kinds and named <= kinds
         else:
             # a pass seen; a method's calls may go unresolved: every function with a
             # parameter of that name defaults it to a value of kinds

@@ -57,6 +57,20 @@ class ParamGuards:
         depth = len(self._defaults)
         return tuple(dict.fromkeys(name for d, name in self.active if d == depth))
 
+    def short_circuit(self, test: cst.BaseExpression) -> tuple[str, ...]:
+        """``P and x`` / ``P is not None and x`` (P a parameter of this function): ``x`` is
+        evaluated only when P is true ("P+") or given ("P")."""
+        if not (isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And)):
+            return ()
+        left, params = test.left, self._params[-1]
+        if isinstance(left, cst.Name) and left.value in params:
+            return (left.value + "+",)
+        if isinstance(left, cst.Comparison) and len(left.comparisons) == 1 \
+                and isinstance(left.left, cst.Name) and left.left.value in params \
+                and isinstance(left.comparisons[0].operator, cst.IsNot) and is_none(left.comparisons[0].comparator):
+            return (left.left.value,)
+        return ()
+
     def track(self, node: cst.CSTNode) -> None:
         name = self.cond.get(id(node))
         if name is not None:

@@ -16,7 +16,11 @@ parameter passed on (``P=P``, ``f(x, P)``, the caller's own ``**kwargs``); a key
 read there poisons it (the mapping may be ``**``-expanded). Some such value must be seen,
 and every reached function with a parameter ``P`` that a call by method name may enter
 must default it so (a call on a receiver no file can name may pass anything by place:
-``self.ema.step(model, self.get_num_updates())`` hands ``updates`` a number unseen).
+``self.ema.step(model, self.get_num_updates())`` hands ``updates`` a number unseen). When
+no reached scope passes ``P`` at all, every reached function with a ``P`` must be one that
+only resolved calls enter (a module-level function, a private method only ``self`` calls),
+and keeps its default: fairseq's ``LSTMEncoder`` calls ``convert_padding_direction(src,
+pad, left_to_right=True)``; only a unit test passes ``right_to_left=True``.
 A private helper only ``self`` calls (``self._prefix_tokens(..., prefix_tokens, ...)``) is
 entered through resolved calls alone, so its parameter needs no default.
 
@@ -62,12 +66,20 @@ class ProgramGuards:
                             self._kinds[name].add(OTHER)
                     else:
                         self._kinds[name].add(place)
+        self._every_default: dict[str, set[str]] = defaultdict(set)  # P -> defaults of every reached P
+        self._unresolved: set[str] = set()  # P of a reached method calls by name may enter
         for node in reached:
             scope = project.files[node[0]].scopes.get(node[1])
-            if scope is None or not scope.signature or self._entered_by_resolved_calls(scope):
+            if scope is None or not scope.signature:
                 continue
+            resolved_only = self._entered_by_resolved_calls(scope)
+            module_level = scope.class_name is None and scope.parent == "<module>"
             for name in parameter_names(scope.signature):
-                self._defaults[name].add(default_kind(scope, name))
+                self._every_default[name].add(default_kind(scope, name))
+                if not resolved_only:
+                    self._defaults[name].add(default_kind(scope, name))
+                if not resolved_only and not module_level:
+                    self._unresolved.add(name)
         self._memo: dict[str, str] = {}
         self._edges: set[tuple[Node, Node]] | None = None
 
@@ -88,14 +100,19 @@ class ProgramGuards:
             name = entry.rstrip("+")
             kinds = FALSE_KINDS if entry.endswith("+") else NONE_KINDS
             seen, defaults = self._kinds.get(name, set()), self._defaults.get(name, set())
-            self._memo[entry] = bool(seen) and seen <= kinds and defaults <= kinds
+            if seen:
+                self._memo[entry] = seen <= kinds and defaults <= kinds
+            else:  # never passed: every reached P keeps its default, if calls to them are all seen
+                every = self._every_default.get(name, set())
+                self._memo[entry] = bool(every) and every <= kinds and name not in self._unresolved
         return self._memo[entry]
 
     def why(self, entry: str) -> str:
         """The condition guard ``entry`` needs, and why the programs never meet it."""
         name = entry.rstrip("+")
         value = "anything but None or a false value" if entry.endswith("+") else "anything but None"
-        return (f"`{name}` is given, and no call in this project's XLA or compiled programs "
+        state = "is set" if entry.endswith("+") else "is given"
+        return (f"`{name}` {state}, and no call in this project's XLA or compiled programs "
                 f"passes it {value}")
 
     def dead_edges(self) -> dict[tuple[Node, Node], str]:

@@ -124,3 +124,65 @@ def test_without_an_xla_program_nothing_is_decided():
     train = TRAIN.replace("xm.mark_step()", "pass").replace("import torch_xla.core.xla_model as xm", "import os")
     found = _lint(train=train, generator=GENERATOR, generate=GENERATE_CLI)
     assert _at(found, "generator.py", "return tokens[mask]", "RC005").severity == "warning"
+
+
+PADDING = """
+    import torch
+
+
+    def convert(src, pad, right_to_left: bool = False, left_to_right: bool = False):
+        mask = src.eq(pad)
+        if left_to_right and not mask[:, 0].any():
+            return src
+        if right_to_left and not mask[:, -1].any():
+            return src
+        return src.flip(1)
+
+
+    class Enc(torch.nn.Module):
+        def forward(self, src):
+            return convert(src, 0, left_to_right=True)
+"""
+PADDING_TEST = """
+    from utils import convert
+
+    def test_convert(src):
+        assert convert(src, 0, right_to_left=True) is not None
+"""
+PADDING_TRAIN = """
+    import torch_xla.core.xla_model as xm
+    from utils import Enc
+
+    def main(batch):
+        Enc()(batch)
+        xm.mark_step()
+
+    if __name__ == "__main__":
+        main(None)
+"""
+
+
+def _padding(**files):
+    found = _lint(**files)
+    lines = textwrap.dedent(PADDING).splitlines()
+    at = {needle: next(i for i, text in enumerate(lines, 1) if needle in text)
+          for needle in ("if left_to_right", "if right_to_left")}
+    return {needle: found[("utils.py", line, "RC002")].severity for needle, line in at.items()}
+
+
+def test_a_flag_no_call_passes_keeps_its_default_and_and_reads_only_when_it_is_set():
+    # `right_to_left and ...` reads the mask only when the flag is on; no call turns it on
+    assert _padding(utils=PADDING) == {"if left_to_right": "warning", "if right_to_left": "info"}
+    # a call that turns it on makes it live
+    on = PADDING.replace("return convert(src, 0, left_to_right=True)",
+                         "return convert(convert(src, 0, left_to_right=True), 0, right_to_left=True)")
+    assert _padding(utils=on)["if right_to_left"] == "warning"
+
+
+def test_a_test_that_turns_the_flag_on_does_not_count_for_the_xla_program():
+    # the unit test passes right_to_left=True: live in the repository ...
+    files = {"utils": PADDING, "tests/test_utils": PADDING_TEST}
+    assert _padding(**files)["if right_to_left"] == "warning"
+    # ... but the XLA program never does
+    found = _padding(**files, train=PADDING_TRAIN)
+    assert found == {"if left_to_right": "warning", "if right_to_left": "info"}
