@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     try:
-        from detective.ci.bisect import SKIP, git, test_commit
+        from detective.ci.bisect import git, test_commit
         from detective.ci.gate import Budget
 
         result, run_dir = test_commit(git(".", "rev-parse", "--show-toplevel"), command,
