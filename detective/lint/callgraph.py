@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
-from detective.lint.model import NEEDS_CUDA, FileSummary
+from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, FileSummary
 from detective.lint.signatures import accepts
 from detective.lint.tensor_methods import TENSOR_METHODS
 
@@ -298,13 +298,19 @@ class Project(ClassHierarchy):
 
     def needs_cuda(self) -> set[Node]:
         """Scopes that cannot run on an XLA host: tagged ``needs-cuda`` in their file, or calling
-        on every way through them (``Scope.must_calls``) one in another file that needs CUDA."""
+        on every way through them (``Scope.must_calls``) one in another file that needs CUDA or
+        a module the project's setup.py builds from C++/CUDA sources."""
         if self._needs_cuda is None:
             needs = {(s.path, q) for s in self.files.values() for q, scope in s.scopes.items()
                      if NEEDS_CUDA in scope.tags}
+            extensions = tuple(fact[len(EXTENSION_FACT):] for s in self.files.values() for fact in s.facts
+                               if fact.startswith(EXTENSION_FACT))
             callers: dict[Node, list[Node]] = {}
             for summary in self.files.values():
                 for qualname, scope in summary.scopes.items():
+                    if extensions and any(t == e or t.startswith(e + ".") for t in scope.tensor_calls
+                                          for e in extensions):
+                        needs.add((summary.path, qualname))  # calls a C++/CUDA extension of the project
                     for target in scope.must_calls:
                         callee = self.resolve(target, summary, scope.class_name)
                         if callee is not None:

@@ -12,6 +12,11 @@ lazy set-up): the program takes that side sooner or later, and on a TPU host it 
 A loop body, a ``try`` body or code after a conditional ``return`` does not count (it may
 not run). A function chosen from the module's own by a name prefix
 (``globals()[f"emulate_int8_{method}"]``, then called) needs CUDA when all the candidates do.
+A module the project's ``setup.py`` builds (``CppExtension("fairseq.libbase", ...)``,
+``CUDAExtension``, ``Extension``) counts as such a package once the files are joined, where
+a call hands it a tensor (``alignment_train(p_choose, alpha, eps)`` writes into CPU or CUDA
+memory; ``libnat.suggested_ed2_path(in_list, out_list, pad)`` takes Python lists and runs
+anywhere: ``Scope.tensor_calls``).
 Such functions are tagged ``needs-cuda``; each function also records the imported functions
 it calls on every way through it (``Scope.must_calls``), so that the cross-file pass
 (:meth:`detective.lint.callgraph.Project.needs_cuda`) carries the tag to their callers in
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from detective.lint.model import NEEDS_CUDA
+from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA
 from detective.lint.walker import syntax_children
 
 # Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
@@ -68,6 +73,7 @@ class CudaScopes:
         self._open: list[int] = []
         self._holding: set[int] = set()
         self._exiting: set[int] = set()  # open when a return, break or continue was seen
+        self._tensor_targets: set[str] = set()  # targets some call hands a tensor
         # q = globals()[f"prefix{...}"]: (scope, q) -> prefix; then (id(call), scope, prefix)
         self._picked: dict[tuple[str, str], str] = {}
         self.picked_calls: list[tuple[int, str, str]] = []
@@ -113,6 +119,10 @@ class CudaScopes:
         model = self.model
         func = node.func
         method = func.attr.value if isinstance(func, cst.Attribute) else None
+        if model.module_name.rpartition(".")[2] == "setup":
+            name = _extension_name(node)
+            if name:
+                model.project_facts.append(EXTENSION_FACT + name)
         if is_cuda_call(model.resolve(func), method):
             self.direct.add(id(node))
             self.direct_in.add(model.scope.qualname)
@@ -126,6 +136,8 @@ class CudaScopes:
         if target and not target.startswith(("self.", "local:")) and target.split(".", 1)[0] not in _LIBRARY_ROOTS:
             self.targets[id(node)] = target
             self._holding.update(self._open)
+            if any(model.infer.is_tensor(arg.value) for arg in node.args):
+                self._tensor_targets.add(target)
         if target and target.startswith("self.") and scope.class_name:
             # self.asg(...), self.asg.forward(...): a kernel attribute, if the class builds one
             self.attr_calls.append((id(node), scope.qualname, scope.class_name, target.split(".")[1]))
@@ -141,6 +153,7 @@ class CudaScopes:
                 must = _must_targets(_statements(function.body), self.targets, self._holding, self._exiting)
                 if must:
                     scopes[qualname].must_calls = sorted(must)
+                    scopes[qualname].tensor_calls = sorted(must & self._tensor_targets)
         for call, caller, class_name, attr in self.attr_calls:
             if (class_name, attr) in self.kernel_attrs:
                 self.direct.add(call)
@@ -275,6 +288,22 @@ def _chooses_device(test: cst.CSTNode) -> bool:
     if any(word in text.lower() for word in _DEVICE_WORDS):
         return True
     return any(_chooses_device(child) for child in syntax_children(test) if not isinstance(child, _NESTED))
+
+
+def _extension_name(call: cst.Call) -> str | None:
+    """``CppExtension("fairseq.libbase", sources=...)`` (any ``*Extension``) in a setup.py:
+    the module it builds."""
+    func = call.func
+    called = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    if not (isinstance(called, str) and called.endswith("Extension")):
+        return None
+    for arg in call.args:
+        if (arg.keyword is None and not arg.star) or (arg.keyword is not None and arg.keyword.value == "name"):
+            value = arg.value
+            if isinstance(value, cst.SimpleString) and isinstance(value.evaluated_value, str):
+                return value.evaluated_value
+            return None
+    return None
 
 
 def _globals_prefix(value: cst.BaseExpression) -> str | None:

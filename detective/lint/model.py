@@ -18,6 +18,9 @@ DEFAULT_MIN_SEVERITY = "warning"
 
 # Scope tag: every way through the function needs a CUDA device (detective.lint.cuda_only).
 NEEDS_CUDA = "needs-cuda"
+# A FileSummary fact: a module the project's setup.py builds from C++/CUDA sources; its
+# functions run on CPU or CUDA memory only, like a kernel package's.
+EXTENSION_FACT = "extension:"
 # What such a function needs, as findings say it ("... which needs CUDA or ...").
 NEEDS = "needs CUDA or a CPU/CUDA-only kernel"
 
@@ -119,6 +122,7 @@ class Scope:
     method_calls: list[str] = field(default_factory=list)
     # Imported functions called on every way through it (see detective.lint.cuda_only)
     must_calls: list[str] = field(default_factory=list)
+    tensor_calls: list[str] = field(default_factory=list)  # those of them some call hands a tensor
     # `return x, n`: by position, "tensor", or "a|b" (the calls whose results it returns)
     return_items: list[str] = field(default_factory=list)
     none_params: dict[str, int] = field(default_factory=dict)  # default None -> place (-1 keyword-only)

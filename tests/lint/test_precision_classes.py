@@ -633,6 +633,48 @@ def test_a_forward_that_calls_a_function_in_another_file_that_moves_to_cuda_is_i
     assert _quant(linear=early) == {"warning"}
 
 
+EXT_SETUP = """
+    from setuptools import setup
+    from torch.utils import cpp_extension
+
+    setup(name="pkg", ext_modules=[cpp_extension.CppExtension("pkg.align_binding", sources=["a.cpp"])])
+"""
+EXT_USER = """
+    import torch
+    from pkg.align_binding import align
+
+
+    def expected_alignment(p):
+        assert not torch.isnan(p).any()
+        alpha = p.new_zeros(p.shape)
+        align(p, alpha)
+        return alpha
+
+
+    class Monotonic(torch.nn.Module):
+        def forward(self, p):
+            return expected_alignment(p)
+"""
+
+
+def _ext(setup=EXT_SETUP, user=EXT_USER):
+    files = {"pkg/__init__.py": "", "pkg/attention.py": user}
+    if setup:
+        files["setup.py"] = setup
+    return {s for _, _, c, s in lint(files) if c == "RC002"}
+
+
+def test_a_function_that_hands_tensors_to_the_projects_cpp_extension_is_info():
+    # fairseq's monotonic attention: alignment_train_{cpu,cuda}_binding, built by setup.py,
+    # write into CPU or CUDA memory; nothing about them runs on an XLA host
+    assert _ext() == {"info"}
+    # the same module name that setup.py does not build: an installed package, unknown
+    assert _ext(setup=None) == {"warning"}
+    # an extension handed Python lists (fairseq's libnat edit distance) runs anywhere
+    lists = EXT_USER.replace("        align(p, alpha)", "        align(p.shape[0], [1, 2])")
+    assert _ext(user=lists) == {"warning"}
+
+
 ASG = """
     import torch
 
