@@ -617,19 +617,14 @@ def test_a_forward_that_calls_a_function_in_another_file_that_moves_to_cuda_is_i
     # .cuda() only where the test chooses the device: the other side is the XLA way.
     device_choice = QUANT_OPS.replace("if scale is None:", "if w.is_cuda:")
     assert _quant(ops=device_choice) == {"warning"}
-    # The forward calls it only on one side of a branch.
-    optional = QUANT_LINEAR.replace(
-        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)",
-        "            w = self.weight\n"
-        "            if self.quantize:\n"
-        "                w, self.scale = emulate_int(self.weight, self.method, self.scale)")
+    call = "            w, self.scale = emulate_int(self.weight, self.method, self.scale)"
+    # The forward calls it only on one side of a branch ...
+    optional = QUANT_LINEAR.replace(call, "            w = self.weight\n"
+                                          "            if self.quantize:\n    " + call)
     assert _quant(linear=optional) == {"warning"}
     # ... or after a way out of the forward (the .item() before it still runs on XLA).
-    early = QUANT_LINEAR.replace(
-        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)",
-        "            if self.scale.item() > 0:\n"
-        "                return x\n"
-        "            w, self.scale = emulate_int(self.weight, self.method, self.scale)")
+    early = QUANT_LINEAR.replace(call, "            if self.scale.item() > 0:\n"
+                                       "                return x\n" + call)
     assert _quant(linear=early) == {"warning"}
 
 
