@@ -47,6 +47,8 @@ class EntranceFacts:
         self.to_cuda: set[int] = set()  # ids of calls whose result is moved to CUDA at once
         self.cuda_keys: dict[tuple[str, str], str] = {}  # (scope, callee name) -> target
         self.plain_keys: set[tuple[str, str]] = set()
+        self.moved: set[tuple[str, str]] = set()  # (scope, target): `v = f(...)` then v moved off XLA
+        self._pending: list[list] = []  # per open block: the callees whose results it moves
 
     # ------------------------------------------------------------------ definitions
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -72,6 +74,17 @@ class EntranceFacts:
         if isinstance(value, cst.Call) and self.model.resolve(value.func) in DISABLES and not any(
                 a.keyword is not None and a.keyword.value == "recursive" and _false(a.value) for a in value.args):
             self.model.scope.tags.append(DISABLES_COMPILE)
+
+    # ------------------------------------------------------------------ moved results
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._pending.append(_moves_in(node.body))
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        # resolved on leaving: a function-level import above the call is known by now
+        for func in self._pending.pop():
+            target = self.model.call_target(func)
+            if target:
+                self.moved.add((self.model.scope.qualname, target))
 
     # ------------------------------------------------------------------ uses
     # Only names that may be classes are followed (CamelCase or _Private, as PEP 8 names
@@ -171,6 +184,82 @@ class EntranceFacts:
 
     def cuda_built(self) -> list[tuple[str, str]]:
         """(scope, call target) where every construction of that name in the scope goes
-        straight to CUDA."""
-        return sorted((scope, target) for (scope, name), target in self.cuda_keys.items()
-                      if (scope, name) not in self.plain_keys)
+        straight to CUDA, or whose result the scope moves to CUDA or the CPU."""
+        return sorted({(scope, target) for (scope, name), target in self.cuda_keys.items()
+                       if (scope, name) not in self.plain_keys} | self.moved)
+
+
+def _moves_in(statements) -> list:
+    """``v = build(...)`` (or ``self.v = ...``), then in the same block, before ``v`` is bound
+    again, ``v = v.cuda()``, ``v = v.cuda() if c else v.cpu()`` or ``if c: v = v.cuda()
+    else: v = v.cpu()``: the ``build`` callees whose results run on CUDA or the CPU."""
+    found = []
+    bound: dict[str, cst.BaseExpression] = {}  # v -> the function of the call it holds
+    for statement in statements:
+        assigned = _single_assign(statement)
+        if assigned is not None:
+            name, value = assigned
+            if name in bound and _moved(value, name, cpu=False):
+                found.append(bound.pop(name))
+                continue
+            bound.pop(name, None)
+            if type(value) is cst.Call:
+                bound[name] = value.func
+        elif type(statement) is cst.If and bound:
+            sides = [_single_assign(b) for b in _branch_bodies(statement)]
+            if len(sides) == 2 and all(sides) and sides[0][0] == sides[1][0] in bound \
+                    and all(_moved(value, name, cpu=True) for name, value in sides):
+                found.append(bound.pop(sides[0][0]))
+    return found
+
+
+def _dotted(node) -> str | None:
+    """``v`` or ``self.v``."""
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+        return "self." + node.attr.value
+    return None
+
+
+def _single_assign(statement) -> tuple[str, cst.BaseExpression] | None:
+    """``v = value`` / ``self.v = value`` as a whole statement line."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if type(assign) is not cst.Assign or len(assign.targets) != 1:
+        return None
+    name = _dotted(assign.targets[0].target)
+    return (name, assign.value) if name else None
+
+
+def _branch_bodies(statement: cst.If) -> list:
+    """The one statement of each side of ``if c: ... else: ...`` (nothing for elif chains)."""
+    orelse = statement.orelse
+    if type(orelse) is not cst.Else:
+        return []
+    bodies = [statement.body, orelse.body]
+    if not all(type(b) is cst.IndentedBlock and len(b.body) == 1 for b in bodies):
+        return []
+    return [b.body[0] for b in bodies]
+
+
+def _moved(value, name: str, cpu: bool) -> bool:
+    """Is ``value`` ``name`` moved to CUDA (or, with ``cpu``, to the CPU), as
+    ``name.cuda()``, ``name.eval().to("cuda")``, or a conditional expression of two moves?"""
+    if type(value) is cst.IfExp:
+        return _moved(value.body, name, True) and _moved(value.orelse, name, True)
+    if type(value) is not cst.Call or type(value.func) is not cst.Attribute:
+        return False
+    method = value.func.attr.value
+    if not (_to_cuda(value, method) or cpu and (method == "cpu" or _to_cpu(value, method))):
+        return False
+    inner = value.func.value
+    while type(inner) is cst.Call and type(inner.func) is cst.Attribute and inner.func.attr.value in _SELF_RETURNING:
+        inner = inner.func.value
+    return _dotted(inner) == name
+
+
+def _to_cpu(call: cst.Call, method: str) -> bool:
+    return method == "to" and any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == "cpu"
+                                  for a in call.args)

@@ -74,6 +74,7 @@ class EagerRoots:
         self.targets = targets
         self.whole = whole
         self.programs: Programs | None = None
+        self._moved_calls: set[tuple[Node, Node]] | None = None  # (caller, callee) whose result is moved
         graph, roots = project.graph()
         self.by_path = {}
         for summary in project.files.values():
@@ -265,6 +266,10 @@ class EagerRoots:
         cuda_ok = self._not_compiled(node)
         if moved and cuda_ok:
             return (), f"in {where}, which moves it to CUDA: eager on a GPU, not on an XLA host"
+        movers = self._result_movers(node)
+        if movers and cuda_ok:
+            return (), (f"in {where}, whose result {', '.join(movers)} move{'s' * (len(movers) == 1)} to CUDA "
+                        "or the CPU: eager, not on an XLA host")
         if node in self.cuda and cuda_ok:
             return (), f"in {where}, which {NEEDS}: eager, not on an XLA host"
         if node in self.disabled:
@@ -279,6 +284,38 @@ class EagerRoots:
             return (), (f"in {where}, which runs only in this project's programs that use neither "
                         "torch_xla nor a compiler")
         return None
+
+    def _result_movers(self, node: Node, seen: frozenset = frozenset()) -> list[str]:
+        """The callers that move what module-level function ``node`` returns to CUDA or the CPU
+        (``vocoder = get_vocoder(...)``, then ``vocoder.cuda() if ... else vocoder.cpu()``),
+        directly or by returning it to callers that do; empty unless every caller does.
+        Whole-project runs only (the program pass must see every caller)."""
+        programs, scope = self.programs, self._scope(node)
+        if programs is None or scope.class_name is not None or scope.parent != "<module>" or node in seen:
+            return []
+        if self._moved_calls is None:
+            self._moved_calls = set()
+            for summary in self.project.files.values():
+                for qualname, target in summary.cuda_built:
+                    owner = summary.scopes.get(qualname)
+                    callee = self.project.resolve(target, summary, owner.class_name if owner else None)
+                    if callee is not None:
+                        self._moved_calls.add(((summary.path, qualname), callee))
+        callers = programs.callers(node)
+        movers = []
+        for caller in callers:
+            if (caller, node) in self._moved_calls:
+                movers.append(self._name(caller))
+                continue
+            summary = self.project.files[caller[0]]
+            owner = summary.scopes[caller[1]]
+            if not any(self.project.resolve(t, summary, owner.class_name) == node for t in owner.return_calls):
+                return []
+            further = self._result_movers(caller, seen | {node})
+            if not further:
+                return []
+            movers.extend(further)
+        return list(dict.fromkeys(movers))
 
     def _not_compiled(self, node: Node) -> bool:
         """Neither the file of an entrance on CUDA, nor those of its callers, nor those of what

@@ -100,6 +100,11 @@ class Programs:
         """Method names reached scopes call on receivers no file can name."""
         return self._names_called
 
+    def callers(self, node: Node) -> list[Node]:
+        """The scopes that call ``node`` through resolved calls (a module merely defining it
+        is no caller)."""
+        return [c for c in self._callers.get(node, ()) if not self._defines_only(c, node)]
+
     def outside(self, node: Node) -> bool:
         """Does ``node`` run only in programs of the project that neither use torch_xla nor
         compile (the generation CLIs that call ``task.build_generator``)?"""

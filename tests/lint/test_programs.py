@@ -217,3 +217,76 @@ def test_inheritance_cycles_and_self_calls_in_them_end():
     found = by_file(project(**{"cycle.py": cycle, "generate.py": GENERATE_CLI + "\n    import cycle\n    cycle.build()\n"}))
     # A is built only by the CLI, but its subclass B is built nowhere (users may): a warning
     assert [(f.code, f.severity) for f in found["cycle.py"]] == [("RC001", "warning")]
+
+
+VOCODER = """
+    import torch
+
+    class Vocoder(torch.nn.Module):
+        @classmethod
+        def from_cfg(cls, cfg):
+            return cls()
+
+        def forward(self, x):
+            return x[x > 0]
+
+    def get_vocoder(cfg):
+        return Vocoder.from_cfg(cfg)
+"""
+VOCODER_TASK = """
+    import torch
+    import torch_xla.core.xla_model as xm
+
+    class Task:
+        def build_vocoder(self, cfg):
+            from vocoder import get_vocoder
+
+            vocoder = get_vocoder(cfg)
+            vocoder = vocoder.cuda() if torch.cuda.is_available() and not cfg.cpu else vocoder.cpu()
+            return vocoder
+
+        def valid_step(self, cfg, x):
+            out = self.build_vocoder(cfg)(x)
+            xm.mark_step()
+            return out
+
+    if __name__ == "__main__":
+        Task().valid_step(None, None)
+"""
+
+
+def _vocoder(task=VOCODER_TASK):
+    found = lint_sources({"vocoder.py": textwrap.dedent(VOCODER), "task.py": textwrap.dedent(task)})
+    return [(f.severity, f.message) for f in found if f.path == "vocoder.py" and f.code == "RC005"]
+
+
+def test_a_class_a_factory_builds_for_callers_that_move_it_to_cuda_or_the_cpu_is_eager():
+    # fairseq's vocoders: get_vocoder(...), then `.cuda() if available else .cpu()`
+    [(severity, message)] = _vocoder()
+    assert severity == "info" and "whose result Task.build_vocoder moves to CUDA or the CPU" in message
+    # the same move as an if statement with both sides
+    as_if = VOCODER_TASK.replace(
+        "            vocoder = vocoder.cuda() if torch.cuda.is_available() and not cfg.cpu else vocoder.cpu()",
+        "            if torch.cuda.is_available():\n"
+        "                vocoder = vocoder.cuda()\n"
+        "            else:\n"
+        "                vocoder = vocoder.cpu()")
+    assert [s for s, _ in _vocoder(as_if)] == ["info"]
+
+
+def test_a_result_left_where_it_is_or_used_by_another_caller_keeps_the_warning():
+    # moved only when CUDA is there: on a TPU host it stays as built, and may go to XLA later
+    one_side = VOCODER_TASK.replace(
+        "            vocoder = vocoder.cuda() if torch.cuda.is_available() and not cfg.cpu else vocoder.cpu()",
+        "            if torch.cuda.is_available():\n"
+        "                vocoder = vocoder.cuda()")
+    assert [s for s, _ in _vocoder(one_side)] == ["warning"]
+    # another caller of the factory keeps the result as it is
+    other = VOCODER_TASK.replace(
+        "        def valid_step(self, cfg, x):",
+        "        def raw_vocoder(self, cfg):\n"
+        "            from vocoder import get_vocoder\n"
+        "            return get_vocoder(cfg)\n\n"
+        "        def valid_step(self, cfg, x):\n"
+        "            self.raw_vocoder(cfg)(x)")
+    assert [s for s, _ in _vocoder(other)] == ["warning"]
