@@ -14,6 +14,21 @@ class Encoder(torch.nn.Module):
         return x + mask.to(x.device)
 """
 
+# The loop body before `with xp.StepTrace()` is traced into that step's graph (torch_xla's
+# test_profile_mp_mnist.py shrinks each batch by the step counter this way).
+STEP_TRACE_LOOP = """
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.profiler as xp
+
+def train_loop(loader, model, optimizer, batch_size):
+    for step, (data, target) in enumerate(loader):
+        index = max(-step, -batch_size + 1)
+        data = data[:-index]
+        with xp.StepTrace("train", step_num=step):
+            loss = model(data, target)
+            loss.backward()
+            xm.optimizer_step(optimizer)
+"""
 
 # A size varying only through a value set under a flag no call passes true: dead here, info.
 GUARDED = """
@@ -67,7 +82,11 @@ class Net(torch.nn.Module):
 """
     ),
     Valid(CPU_SLICE),  # info only: the sliced tensor is made on the CPU, moved to the device at the end
-    ]
+    Valid(STEP_TRACE_LOOP.replace("data = data[:-index]", "pass")),
+    # After the step block: the next step's input is already on the host side of the sync.
+    Valid(STEP_TRACE_LOOP.replace("        data = data[:-index]\n", "").replace(
+        "xm.optimizer_step(optimizer)", "xm.optimizer_step(optimizer)\n        history = data[:index]")),
+]
 INVALID = [
     Invalid(CPU_SLICE, line=8, severity="info"),  # the CPU slice, shown at info
     # The same mask made on the device: each new bound is a new graph.
@@ -123,6 +142,7 @@ class MoE(torch.nn.Module):
 """,
         line=8,
     ),
+    Invalid(STEP_TRACE_LOOP, line=8),  # before the step block: part of that step's graph
     Invalid(GUARDED, line=12, severity="info"),
     # One call passing True: the bound varies in this repository.
     Invalid(GUARDED.replace("TopK.apply(w, self.ratio, False)", "TopK.apply(w, self.ratio, True)"), line=12),

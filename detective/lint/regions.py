@@ -188,6 +188,12 @@ class Regions(NeverTraced):
             dotted = self.model.resolve(call.func) if isinstance(call, cst.Call) else None
             if dotted in STEP_CONTEXTS or dotted in STEP_TRACES:
                 said = "with torch_xla.step()" if dotted in STEP_CONTEXTS else "with xp.StepTrace()"
+                regions = self.frames[-1]
+                if regions and regions[-1].current >= 0 and regions[-1].statements[regions[-1].current] is node:
+                    # for step, (x, y) in ...: x = x[:step]; with xp.StepTrace(): ...: the block
+                    # syncs as it exits, so what the loop body did before it is that step's graph.
+                    regions[-1].sync_indices.append(regions[-1].current)
+                    regions[-1].reason = f"loop body up to {said}"
                 self._push(node, node.body, True, said)
                 self._step_withs.add(id(node))
                 return
@@ -278,7 +284,7 @@ class Regions(NeverTraced):
             qualname = f"{parent.qualname}.<loop{count}>" if parent.qualname != "<module>" \
                 else f"<loop{count}>"
             reason = "loop over MpDeviceLoader" if region.always and isinstance(node, cst.For) else (
-                region.reason if region.always else "loop body before torch_xla.sync()"
+                region.reason or "loop body before torch_xla.sync()"
             )
             scope = Scope(qualname=qualname, display=f"{parent.display} [{suffix}]", line=0,
                           class_name=parent.class_name, parent=parent.qualname, root_reason=reason)
