@@ -3,6 +3,26 @@ apart from the rule's logic in :mod:`detective.rules.rc005_dynamic_shape` for le
 
 from detective.lint.rule import Invalid, Valid
 
+# DeepSpeed's sharded_moe.py: scripted helpers take the capacity as a plain parameter; with
+# drop_tokens=False the gate hands them a count read from the data.
+CAPACITY_HELPERS = """
+import torch
+import torch.nn.functional as F
+
+@torch.jit.script
+def _top_idx(source, k):
+    return torch.topk(source, k=k, dim=0)[1]
+
+def _one_hot_to_float(x, num_classes):
+    return F.one_hot(x, num_classes=num_classes).float()
+
+class Gate(torch.nn.Module):
+    def forward(self, logits, locations):
+        capacity = max(torch.max(logits.sum(0)), torch.tensor(4, device=logits.device))
+        top = _top_idx(logits, capacity)
+        return top, _one_hot_to_float(locations, capacity)
+"""
+
 VALID = [
     Valid(  # info: the file runs nonzero with a bounded dynamic shape
         """
@@ -56,8 +76,13 @@ class Router(torch.nn.Module):
         return x[:, :8], top, y.repeat_interleave(2, dim=0)
 """
     ),
+    # The same helpers handed a capacity fixed by the config: one program.
+    Valid(CAPACITY_HELPERS.replace(
+        "max(torch.max(logits.sum(0)), torch.tensor(4, device=logits.device))", "self.capacity")),
 ]
 INVALID = [
+    Invalid(CAPACITY_HELPERS, line=7),  # topk(k) where k is handed a count read from the data
+    Invalid(CAPACITY_HELPERS, line=10),
     Invalid(
         """
 import torch

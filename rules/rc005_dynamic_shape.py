@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.model import HANDED_DEVICE
 from detective.lint.project_facts import ABSENT
 from detective.lint.rule import Rule
 from detective.rules import _rc005_examples as examples
@@ -25,6 +26,11 @@ class DynamicShape(Rule):
     (`x[mask]`, `x[x > 0]`), `nonzero`/`argwhere`, one-argument `torch.where(cond)`,
     `masked_select`, `unique`, `topk`/`kthvalue` with a `k` read from tensor values, and
     `repeat_interleave` with tensor repeats (unless `output_size=` pins the length).
+    A `k` or `num_classes` that is a plain parameter of a helper (`def _top_idx(s, k):
+    return torch.topk(s, k)[1]`) is flagged where some call the project makes hands that
+    parameter a tensor made on the device (DeepSpeed's gates pass a capacity read from the
+    expert counts when `drop_tokens=False`); a Python number or a CPU tensor passed there
+    is not.
 
     A bool-mask fill with a scalar (`x[pad] = 0`) costs only on torch_xla (`nonzero` on the
     host); under `torch.compile` it is one graph, so in a project that targets only
@@ -117,11 +123,16 @@ class DynamicShape(Rule):
             if k is not None and _data_dependent(k, context):
                 self.report(node, f"`{name}` with k read from tensor values: every new k is a new program",
                             subject=name)
+            elif k is not None:
+                self._from_parameter(node, k, f"`{name}` with k", "every new k is a new program", name)
         elif name == "one_hot" and (dotted.endswith("functional.one_hot") or is_torch):
             classes = keywords.get("num_classes", args[1].value if len(args) > 1 else None)
             if classes is not None and _data_dependent(classes, context):
                 self.report(node, "`one_hot` with num_classes read from tensor values: every new value is a "
                             "new shape", subject="one_hot")
+            elif classes is not None:
+                self._from_parameter(node, classes, "`one_hot` with num_classes",
+                                     "every new value is a new shape", "one_hot")
         elif name == "repeat_interleave":
             repeats = keywords.get("repeats", args[offset].value if len(args) > offset else None)
             if is_torch and len(args) == 1 and not keywords:
@@ -130,6 +141,21 @@ class DynamicShape(Rule):
                 self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
                             subject="repeat_interleave")
 
+
+    def _from_parameter(self, node, size, what: str, cost: str, subject: str) -> None:
+        """``def _top_idx(scores, k): return torch.topk(scores, k)[1]``: the size is a plain
+        parameter; the candidate stands where some call hands it a device tensor (a count
+        read from the data), decided across files (``ArgFacts.handed_device_tensor``)."""
+        function = self.context.function
+        if not isinstance(size, cst.Name) or size.value not in function.params \
+                or size.value in function.locals or size.value == "self":
+            return
+        assumed = self.context.model.infer.assumed
+        mark = len(assumed)
+        assumed.append(HANDED_DEVICE + size.value)
+        self.report(node, f"{what} from parameter `{size.value}`, which a call hands a device tensor "
+                    f"(a value read from the data): {cost}", subject=subject)
+        del assumed[mark:]
 
     def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool, costs_on=(), needs=()) -> None:
         """On a tensor made on the CPU the dynamic shape never reaches an XLA graph: info."""

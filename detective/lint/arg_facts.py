@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from detective.lint.xla_params import CONFIG, FALSY, FORWARDED, LITERAL, NONE, OTHER, XLA_NONE
+from detective.lint.xla_params import CONFIG, DEVICE_TENSOR, FALSY, FORWARDED, LITERAL, NONE, OTHER, XLA_NONE
 
 NO_DEFAULT = "-"
 NONE_KINDS = frozenset({NONE, XLA_NONE, FORWARDED})
@@ -217,6 +217,13 @@ class ArgFacts:
             return False
         return all(self._holds(node, value[1:], kinds) if value.startswith("@") else value in kinds
                    for node, value in params)
+
+    def handed_device_tensor(self, summary, scope: str, name: str) -> bool:
+        """Does some resolved call hand parameter ``name`` of the function of ``scope`` a
+        tensor made on the device (``_top_idx(scores, capacity)`` with ``capacity =
+        torch.max(counts)``), directly or through callers passing their own ``name`` on?"""
+        function = function_of(summary, scope)
+        return function is not None and DEVICE_TENSOR in self._handed(function, name, set())
 
     def python_valued(self, summary, candidate) -> str:
         """Why the parameters a candidate took for tensors by guess hold Python values

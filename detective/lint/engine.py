@@ -18,7 +18,7 @@ from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
-from detective.lint.model import ChainLink, FileSummary, Finding, at_least, only_through
+from detective.lint.model import HANDED_DEVICE, ChainLink, FileSummary, Finding, at_least, only_through
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
 from detective.lint.arg_facts import ArgFacts
@@ -272,7 +272,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             if suppressed is None or candidate.code in suppressed:
                 continue
             rule = rules[candidate.code]
-            if candidate.assumes and not _assumptions_hold(project, summary, candidate):
+            if candidate.assumes and not _assumptions_hold(project, summary, candidate, arg_facts):
                 continue
             dead = ""  # what the project's calls pass says the match never runs or reads no tensor
             if candidate.guarded_by or candidate.rests_on:
@@ -328,10 +328,14 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
     return findings
 
 
-def _assumptions_hold(project: Project, summary: FileSummary, candidate) -> bool:
+def _assumptions_hold(project: Project, summary: FileSummary, candidate, arg_facts) -> bool:
+    """A call's result taken for a tensor returns one; or a parameter taken for a device
+    tensor (``%k``, see :data:`detective.lint.model.HANDED_DEVICE`) is handed one."""
     scope = summary.scopes.get(candidate.scope)
     class_name = scope.class_name if scope is not None else None
-    return any(project.returns_tensor(t, summary, class_name) for t in candidate.assumes)
+    return any(arg_facts().handed_device_tensor(summary, candidate.scope, t[len(HANDED_DEVICE):])
+               if t.startswith(HANDED_DEVICE) else project.returns_tensor(t, summary, class_name)
+               for t in candidate.assumes)
 
 
 def _describe(project: Project, node: tuple[str, str]) -> ChainLink:

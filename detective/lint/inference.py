@@ -353,6 +353,9 @@ class TensorInference:
         dotted = self.model.resolve(func)
         if T.is_torch_name(dotted):
             return T.torch_call_returns_tensor(dotted)
+        if isinstance(func, cst.Name) and func.value in ("min", "max") and len(node.args) >= 2 and all(
+                a.keyword is None and not a.star and self.is_tensor(a.value) for a in node.args):
+            return True  # min(a, b) of tensors is one of them
         if isinstance(func, (cst.Name, cst.Attribute)) and not (
             isinstance(func, cst.Name) and (func.value in T.PY_BUILTINS_NOT_TENSOR
                                             or func.value in self.model.function.tensor_names

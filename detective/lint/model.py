@@ -25,6 +25,11 @@ EXTENSION_FACT = "extension:"
 NEEDS = "needs CUDA or a CPU/CUDA-only kernel"
 
 
+# Candidate.assumes entry "%k": the evidence took parameter k for a device tensor; the
+# candidate stands when some call the project makes hands it one (lint/arg_facts.py).
+HANDED_DEVICE = "%"
+
+
 def only_through(name: str) -> str:
     """Why a finding reached only through ``name`` (tagged needs-cuda) is info."""
     return f"only reached through {name}, which {NEEDS}: never on an XLA host, but real under torch.compile"

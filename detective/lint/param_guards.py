@@ -14,7 +14,7 @@ from detective.lint.guard_syntax import (exits, is_config, is_none, names_in, se
                                          tests_truth, value_kind)
 from detective.lint.signatures import signature_of
 from detective.lint.xla_branches import bindings, bound_names
-from detective.lint.xla_params import FALSY, FORWARDED, KEY, LITERAL, NONE, OTHER, XLA_NONE
+from detective.lint.xla_params import DEVICE_TENSOR, FALSY, FORWARDED, KEY, LITERAL, NONE, OTHER, XLA_NONE
 
 
 class ParamGuards:
@@ -320,5 +320,11 @@ class ParamGuards:
                 return XLA_NONE
             if name in self._params[-1]:
                 return f"@{name}"
-            return self._locals[-1].get(name) or value_kind(value)  # True, False: literals
+            local = self._locals[-1].get(name)
+            if local in (None, OTHER):
+                function = self.model.function
+                if name in function.tensor_names and name not in function.guessed_names \
+                        and not self.model.infer.made_on_cpu(value):
+                    return DEVICE_TENSOR  # a size parameter handed a device value (RC005)
+            return local or value_kind(value)  # True, False: literals
         return value_kind(value)

@@ -28,11 +28,11 @@ from collections import defaultdict
 # What a call passes for a parameter: "x" a value None on XLA (set so by the caller's XLA
 # branch), "n" the literal None, "f" the caller's own same-named parameter passed on,
 # "z" a false literal (False, 0, ""), "l" another Python literal, "c" a setting read from a
-# config object (args.fp16, self.cfg.normalize), "o" anything else; "k": a mapping with
-# that key is read somewhere, so values may come from data the project does not show
-# (read by detective.lint.arg_facts only).
+# config object (args.fp16, self.cfg.normalize), "t" a name bound to a tensor not made on
+# the CPU, "o" anything else; "k": a mapping with that key is read somewhere, so values may
+# come from data the project does not show (read by detective.lint.arg_facts only).
 XLA_NONE, NONE, FORWARDED, OTHER = "x", "n", "f", "o"
-FALSY, LITERAL, CONFIG, KEY = "z", "l", "c", "k"
+FALSY, LITERAL, CONFIG, KEY, DEVICE_TENSOR = "z", "l", "c", "k", "t"
 
 
 def none_on_xla(project) -> frozenset[str]:
