@@ -74,7 +74,7 @@ class HostSync(Rule):
             context.weigh_receiver(func.value)
             self._report(node, f"`.{method}()` reads a tensor value on the host", f".{method}()", cpu)
             return
-        if method == "to" and any(_is_cpu_device(a.value, context) for a in node.args):
+        if method == "to" and any(T.is_cpu_device(a.value, context.resolve) for a in node.args):
             if not context.made_on_cpu(func.value):
                 self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
             return
@@ -136,15 +136,3 @@ class HostSync(Rule):
         if context.is_tensor(node.expression) and not context.after_sync():
             self._report(node, "formatting a tensor in an f-string reads its value on the host", "",
                          context.made_on_cpu(node.expression))
-
-
-def _is_cpu_device(value: cst.BaseExpression, context) -> bool:
-    if T.literal_string(value) == "cpu":
-        return True
-    return (
-        isinstance(value, cst.Call)
-        and context.resolve(value.func) == "torch.device"
-        and bool(value.args)
-        and T.literal_string(value.args[0].value) == "cpu"
-    )
-

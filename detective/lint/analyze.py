@@ -107,6 +107,11 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             for attr, target in info.attr_types.items()
             if (resolved := _resolve_local(model, target, "<module>"))
         }
+        info.field_types = {name: resolved for name, target in info.field_types.items()
+                            if (resolved := _resolve_local(model, target, "<module>"))}
+        info.built_attrs = {attr: f"{resolved}|{name}" for attr, entry in info.built_attrs.items()
+                            for config, _, name in [entry.rpartition("|")]
+                            if (resolved := _resolve_local(model, config, "<module>"))}
         summary.classes[qualname] = info
 
     # One CallRef per (scope, target), the most live way it is called ("" < "once" < "dead").

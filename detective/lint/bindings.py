@@ -204,6 +204,15 @@ class Bindings:
             and value.func.value in {"int", "float"}
         ):
             cls.number_attrs.add(attr)
+        built = _built_field(value)
+        if built is not None:  # self.dispatcher = config.dispatcher.build()
+            param, name = built
+            annotation = next((p.annotation for p in self._defs[-1].params.params
+                               if p.name.value == param and p.annotation is not None), None) if self._defs else None
+            config = self._class_ref(annotation.annotation) if annotation is not None else ""
+            if config:
+                cls.info.built_attrs[attr] = f"{config}|{name}"
+            return
         if isinstance(value, cst.Call):
             dotted = self.resolve(value.func)
             imported = self.is_import_alias(value.func)
@@ -284,6 +293,24 @@ class Bindings:
     def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self.bind_value([node.target], node.value)
+        frame = self.class_stack[-1] if self.class_stack else None
+        if frame is not None and frame.depth == len(self.functions) and isinstance(node.target, cst.Name):
+            annotated = self._class_ref(node.annotation.annotation)  # token_dispatcher: Dispatcher.Config
+            if annotated:
+                frame.info.field_types[node.target.value] = annotated
+
+    def _class_ref(self, node: cst.BaseExpression) -> str:
+        """A class named in an annotation, as bases are recorded ("" for anything else); a
+        bare name of a class nested in the current one (``config: Config``) first."""
+        if not isinstance(node, (cst.Name, cst.Attribute)):
+            return ""
+        frame = self.class_stack[-1] if self.class_stack else None
+        if isinstance(node, cst.Name) and frame is not None and f"{frame.info.qualname}.{node.value}" in self.classes:
+            return f"#{frame.info.qualname}.{node.value}"
+        dotted = self.resolve(node)
+        if not dotted:
+            return ""
+        return dotted if self.is_import_alias(node) else f"local:{dotted}"
 
     def leave_AugAssign(self, node: cst.AugAssign) -> None:
         if not isinstance(node.target, cst.Name):
@@ -296,6 +323,17 @@ class Bindings:
             if infer.assumed:
                 frame.assumed_names[name] = tuple(dict.fromkeys(infer.assumed))
         infer.assumed.clear()
+
+
+def _built_field(value: cst.BaseExpression) -> tuple[str, str] | None:
+    """``config.dispatcher.build()`` -> ("config", "dispatcher"): a component built from a
+    field of a config parameter (torchtitan's Configurable: ``Config.build()`` makes the
+    class the config is nested in)."""
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "build" and isinstance(value.func.value, cst.Attribute) \
+            and isinstance(value.func.value.value, cst.Name):
+        return value.func.value.value.value, value.func.value.attr.value
+    return None
 
 
 def _is_python_value(value: cst.BaseExpression, infer) -> bool:

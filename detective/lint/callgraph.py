@@ -57,6 +57,7 @@ class Project(ClassHierarchy):
         self._bases: dict[Node, list[Node]] = {}
         self._mro: dict[Node, list[Node]] = {}
         self._methods: dict[str, list[Node]] | None = None
+        self._subclasses: dict[Node, list[Node]] | None = None
         self._returns: dict[tuple[Node, bool], bool] = {}
         self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
@@ -175,6 +176,20 @@ class Project(ClassHierarchy):
         self._returns[key] = result
         return result
 
+    def _declared_overrides(self, target: str, origin: FileSummary, class_name: str | None) -> list[Node]:
+        """``self.x.m`` / ``self.x`` where ``x`` is built from a config field (only its class
+        is declared, see :meth:`built_class`): the overrides of ``m`` / ``forward`` in the
+        project's subclasses of that class, which the config may name instead."""
+        parts = target.split(".")
+        if class_name is None or parts[0] != "self" or len(parts) not in (2, 3):
+            return []
+        cls = (origin.path, class_name)
+        if self.find_method(cls, parts[1]) is not None or any(
+                parts[1] in self.files[path].classes[qualname].attr_types for path, qualname in self.mro(cls)):
+            return []
+        declared = self.built_class(cls, parts[1])
+        return self.overrides(declared, parts[2] if len(parts) == 3 else "forward") if declared else []
+
     def methods_named(self, method: str) -> list[Node]:
         """Project methods called ``method`` (none for dunders and forward/__call__)."""
         if method.startswith("__") or method in TRACED_METHODS:
@@ -221,15 +236,17 @@ class Project(ClassHierarchy):
                     else:
                         callee = memo[key] = self.resolve(call.target, summary, scope.class_name)
                     if callee is not None:
-                        edges.add_edge(node, callee)
                         never = call.kind == "dead" or bool(call.guard and self.guard_dead is not None
                                                             and self.guard_dead(summary, qualname, call.guard))
-                        (dead if never else live).add((node, callee))
-                        if call.kind or never:
-                            untraced.add((node, callee))  # once / dead: the callee is not traced
-                        else:
-                            traced.add((node, callee))
-                        (dead_callers if call.kind == "dead" else callers).setdefault(callee, []).append(node)
+                        # self.dispatcher.dispatch(x) with a declared class: its subclasses' too
+                        for target in (callee, *self._declared_overrides(call.target, summary, scope.class_name)):
+                            edges.add_edge(node, target)
+                            (dead if never else live).add((node, target))
+                            if call.kind or never:
+                                untraced.add((node, target))  # once / dead: the callee is not traced
+                            else:
+                                traced.add((node, target))
+                            (dead_callers if call.kind == "dead" else callers).setdefault(target, []).append(node)
                     elif call.target.count(".") == 2 and call.target.startswith("self.") \
                             and call.target.rsplit(".", 1)[1] not in UNLINKED_METHODS and not (
                                 scope.class_name in summary.classes and self._external_attr(

@@ -87,7 +87,46 @@ class ClassHierarchy:
             target = summary.classes[qualname].attr_types.get(attr)
             if target is not None:
                 return self.resolve_class(target, summary)
+        return self.built_class(cls, attr)
+
+    def built_class(self, cls: Node, attr: str) -> Node | None:
+        """The class ``self.<attr> = config.<f>.build()`` declares: ``config: C`` and C's
+        field ``f: Dispatcher.Config`` say Dispatcher (a config builds the class it is nested
+        in), or a subclass of it (see :meth:`overrides`)."""
+        for path, qualname in self.mro(cls):
+            summary = self.files[path]
+            entry = summary.classes[qualname].built_attrs.get(attr)
+            if entry is None:
+                continue
+            config, _, name = entry.rpartition("|")
+            config_class = self.resolve_class(config, summary)
+            for field_path, field_owner in self.mro(config_class) if config_class else ():
+                annotated = self.files[field_path].classes[field_owner].field_types.get(name)
+                nested = self.resolve_class(annotated, self.files[field_path]) if annotated else None
+                if nested is not None and "." in nested[1]:
+                    owner = (nested[0], nested[1].rsplit(".", 1)[0])
+                    return owner if owner[1] in self.files[owner[0]].classes else None
+            return None
         return None
+
+    def overrides(self, cls: Node, method: str) -> list[Node]:
+        """``method`` as the project's subclasses of ``cls`` (at any depth) define it."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for summary in self.files.values():
+                for qualname in summary.classes:
+                    for base in self.bases((summary.path, qualname)):
+                        self._subclasses.setdefault(base, []).append((summary.path, qualname))
+        found, stack, seen = [], list(self._subclasses.get(cls, ())), {cls}
+        while stack:
+            sub = stack.pop()
+            if sub in seen:
+                continue
+            seen.add(sub)
+            if f"{sub[1]}.{method}" in self.files[sub[0]].scopes:
+                found.append((sub[0], f"{sub[1]}.{method}"))
+            stack.extend(self._subclasses.get(sub, ()))
+        return found
 
     def _external_attr(self, cls: Node, attr: str) -> bool:
         """Was ``self.<attr>`` built by a call into code outside the project?"""

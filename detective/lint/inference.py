@@ -204,6 +204,9 @@ class TensorInference:
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value in {"cpu", "numpy"}:
                     return True
+                if isinstance(func, cst.Attribute) and func.attr.value == "to" and any(
+                        T.is_cpu_device(a.value, self.model.resolve) for a in node.args):
+                    return True  # x.to("cpu"), x.to(torch.device("cpu"), non_blocking=True)
                 node = func.value if isinstance(func, cst.Attribute) else None
             elif isinstance(node, (cst.Attribute, cst.Subscript)):
                 node = node.value

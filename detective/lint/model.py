@@ -144,6 +144,11 @@ class ClassInfo:
     bases: list[str]  # resolved dotted names
     methods: list[str]
     attr_types: dict[str, str] = field(default_factory=dict)  # self.x = Foo() -> Foo
+    # Class-level annotations (a config dataclass's fields): name -> annotated class
+    field_types: dict[str, str] = field(default_factory=dict)
+    # self.x = config.f.build(): x -> "ConfigClass|f" (config: ConfigClass); the class is
+    # the one whose nested class f is annotated with, or any subclass (lint/hierarchy.py)
+    built_attrs: dict[str, str] = field(default_factory=dict)
     tensor_attrs: list[str] = field(default_factory=list)  # buffers/parameters it registers
 
 

@@ -118,3 +118,12 @@ def literal_string(node: cst.BaseExpression) -> str | None:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def is_cpu_device(value: cst.BaseExpression, resolve) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``: a ``.to(...)`` argument that copies to the host
+    (``resolve`` expands a name through the file's imports)."""
+    if literal_string(value) == "cpu":
+        return True
+    return isinstance(value, cst.Call) and resolve(value.func) == "torch.device" and bool(value.args) \
+        and literal_string(value.args[0].value) == "cpu"

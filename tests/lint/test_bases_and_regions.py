@@ -311,3 +311,59 @@ def test_module_classes_of_installed_packages_are_cached_on_disk(tmp_path, monke
     result = lint_paths(["m.py"], load_config(start=tmp_path), use_cache=True)
     assert [(f.line, f.code) for f in result.findings] == [(6, "RC001")]
     assert (tmp_path / "cache" / "environment.pickle").is_file()
+
+
+CONFIGURABLE = """
+    from dataclasses import dataclass
+
+    class Configurable:
+        @dataclass
+        class Config:
+            def build(self):
+                return self._owner(config=self)
+"""
+DISPATCHERS = """
+    from dataclasses import dataclass
+    from configurable import Configurable
+
+    class Dispatcher(Configurable):
+        @dataclass
+        class Config(Configurable.Config):
+            pass
+
+        def dispatch(self, x):
+            return x
+
+    class AllToAll(Dispatcher):
+        def dispatch(self, x):
+            splits = x.sum(dim=1).to("cpu")    # a host sync in the MoE forward
+            return x, splits.tolist()          # already on the host: no second one
+"""
+MOE = """
+    from dataclasses import dataclass
+    import torch
+    from configurable import Configurable
+    from dispatchers import Dispatcher
+
+    class Experts(torch.nn.Module, Configurable):
+        @dataclass
+        class Config(Configurable.Config):
+            dispatcher: Dispatcher.Config
+
+        def __init__(self, config: Config):
+            super().__init__()
+            self.dispatcher = config.dispatcher.build()
+
+        def forward(self, x):
+            return self.dispatcher.dispatch(x)
+"""
+
+
+def test_a_component_built_from_a_config_field_reaches_its_subclasses_methods():
+    # torchtitan: RoutedExperts builds its token dispatcher from a config field annotated
+    # with the base's nested Config; the config may name any subclass (AllToAll...).
+    found = lint({"configurable.py": CONFIGURABLE, "dispatchers.py": DISPATCHERS, "moe.py": MOE})
+    assert found == [("dispatchers.py", 15, "RC001")]
+    # Built from the base class itself: the exact type, its own dispatch only.
+    exact = MOE.replace("config.dispatcher.build()", "Dispatcher()")
+    assert lint({"configurable.py": CONFIGURABLE, "dispatchers.py": DISPATCHERS, "moe.py": exact}) == []
