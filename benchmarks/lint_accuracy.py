@@ -390,6 +390,34 @@ def census(findings: dict[str, list[dict]], rows: list[dict]) -> dict:
             if current else None}
 
 
+def label_conflicts(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], rows: list[dict],
+                    outcomes: list[dict]) -> dict:
+    """Labelled sites the samples' judges contradict, by the newest verdict on a finding in
+    the site's statement (labels are never changed by this): triggers judged wrong, and
+    look-alikes judged right (flagged at some earlier linter commit). ``outcomes``: the
+    whole-repository scoring of the current linter, to show recall with both set apart."""
+    newest = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in rows}
+    by_verdict: dict[str, dict[str, list[dict]]] = {"right": defaultdict(list), "wrong": defaultdict(list)}
+    for (repo, path, line, code), row in newest.items():
+        if row["judgement"] in by_verdict:
+            by_verdict[row["judgement"]][repo].append({"path": path, "line": line, "code": code})
+    judged = {verdict: {o["site"]: o["outcome"] for o in score(sites, snaps, found)["outcomes"]}
+              for verdict, found in by_verdict.items()}
+    wrong = {site for site, outcome in judged["wrong"].items() if outcome == "tp" and judged["right"].get(site) != "tp"}
+    right = {site for site, outcome in judged["right"].items() if outcome == "fp" and judged["wrong"].get(site) != "fp"}
+    tp = sum(1 for o in outcomes if o["outcome"] == "tp" and o["site"] not in wrong)
+    fn = sum(1 for o in outcomes if o["outcome"] == "fn" and o["site"] not in wrong) + \
+        sum(1 for o in outcomes if o["outcome"] == "tn" and o["site"] in right)
+    tp += sum(1 for o in outcomes if o["outcome"] == "fp" and o["site"] in right)
+    fp = sum(1 for o in outcomes if o["outcome"] == "fp" and o["site"] not in right) + \
+        sum(1 for o in outcomes if o["outcome"] == "tp" and o["site"] in wrong)
+    now = {o["site"]: o["outcome"] for o in outcomes}
+    return {"triggers_judged_wrong": sorted((s.where() + " " + "|".join(s.codes), now.get(s, "")) for s in wrong),
+            "silent_judged_right": sorted((s.where() + " " + "|".join(s.codes), now.get(s, "")) for s in right),
+            "recall_set_apart": tp / (tp + fn) if tp + fn else None,
+            "precision_set_apart": tp / (tp + fp) if tp + fp else None, "tp": tp, "fn": fn, "fp": fp}
+
+
 def check_sample_hashes(rows: list[dict], snaps: dict[tuple[str, str], Snapshot]) -> list[str]:
     problems = []
     for row in rows:
@@ -627,6 +655,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  precision {counts.get('right', 0)}/{counts.get('right', 0) + counts.get('wrong', 0)} = "
                       f"{c['precision']:.3f} (unclear and not judged left out); {c['precision_strict']:.3f} with "
                       "both counted wrong")
+
+        if "repo" in results["settings"] and sample_rows:
+            repo_outcomes = score(usable, snaps, all_findings["repo"])["outcomes"]
+            k = results["label_conflicts"] = label_conflicts(usable, snaps, sample_rows, repo_outcomes)
+            print(f"\nlabels the samples' judges contradict (newest verdict on a finding in the site's statement; "
+                  f"the labels stay as they are): {len(k['triggers_judged_wrong'])} triggers judged wrong, "
+                  f"{len(k['silent_judged_right'])} look-alikes judged right")
+            for where, outcome in k["triggers_judged_wrong"]:
+                print(f"  trigger judged wrong: {where} (now {'found' if outcome == 'tp' else 'not shown'})")
+            for where, outcome in k["silent_judged_right"]:
+                print(f"  look-alike judged right: {where} (now {'shown' if outcome == 'fp' else 'silent'})")
+            if k["recall_set_apart"] is not None and k["precision_set_apart"] is not None:
+                print(f"  whole repositories with the judges' verdicts in place of those labels (a second view, "
+                      f"not the target's): precision {k['tp']}/{k['tp'] + k['fp']} = {k['precision_set_apart']:.3f}, "
+                      f"recall {k['tp']}/{k['tp'] + k['fn']} = {k['recall_set_apart']:.3f}")
 
         if args.draw_sample:
             out = draw_out

@@ -45,3 +45,26 @@ def test_a_finding_judged_twice_keeps_the_newest_samples_verdict(tmp_path):
     rows = [{"repo": "o/r", "path": "a.py", "line": "3", "code": "RC001", "judgement": j, "sample": s}
             for s, j in (("sample-a", "right"), ("sample-k", "wrong"))]
     assert module.census(findings, rows)["by_sample"] == {"sample-k": {"wrong": 1}}
+
+
+def test_label_conflicts_set_judged_labels_apart_without_changing_them():
+    module = _module()
+    Site, Snapshot = module.Site, module.Snapshot
+    site = lambda line, verdict, code="RC001": Site("o/r", "c", "a.py", line, (code,), verdict, "", "")  # noqa: E731
+    found_trigger, judged_trigger, missed_trigger = site(3, "trigger"), site(10, "trigger"), site(20, "trigger")
+    judged_silent = site(30, "silent")
+    sites = [found_trigger, judged_trigger, missed_trigger, judged_silent]
+    snap = Snapshot("o/r", "c", spans={("a.py", s.line): (s.line, s.line + 1) for s in sites})
+    rows = [  # oldest first: the newest verdict on a finding counts
+        {"repo": "o/r", "path": "a.py", "line": "11", "code": "RC001", "judgement": "right"},
+        {"repo": "o/r", "path": "a.py", "line": "11", "code": "RC001", "judgement": "wrong"},
+        {"repo": "o/r", "path": "a.py", "line": "30", "code": "RC001", "judgement": "right"},
+    ]
+    outcomes = [{"site": found_trigger, "outcome": "tp"}, {"site": judged_trigger, "outcome": "tp"},
+                {"site": missed_trigger, "outcome": "fn"}, {"site": judged_silent, "outcome": "tn"}]
+    k = module.label_conflicts(sites, {("o/r", "c"): snap}, rows, outcomes)
+    assert k["triggers_judged_wrong"] == [("o/r:a.py:10 RC001", "tp")]
+    assert k["silent_judged_right"] == [("o/r:a.py:30 RC001", "tn")]
+    # the judged trigger found now counts against precision; the judged look-alike, silent now, is a miss
+    assert (k["tp"], k["fp"], k["fn"]) == (1, 1, 2)
+    assert judged_trigger.verdict == "trigger"  # the labels themselves are untouched
