@@ -3,7 +3,8 @@
 A loop (or ``with torch_xla.step():``) becomes a traced region of its own when every
 iteration ends in a sync: the loop body up to its last unconditional
 ``torch_xla.sync()``/``xm.mark_step()`` (the whole body for loops over an
-``MpDeviceLoader`` and for ``torch_xla.step()`` blocks) is a scope with a root reason.
+``MpDeviceLoader`` and for ``torch_xla.step()`` blocks; up to a step block at the top of
+the loop body, which syncs as it exits) is a scope with a root reason.
 Calls and candidates recorded while the walk is inside a loop wait in its
 :class:`RegionFrame`; when the loop is left, the ones at or before the cut-off are
 claimed by the region's scope, the rest go to the enclosing region or the function.
