@@ -3,6 +3,18 @@ apart from the rule's logic in :mod:`detective.rules.rc001_host_sync` for length
 
 from detective.lint.rule import Invalid, Valid
 
+SPLIT_COPIES = """
+import torch
+
+class Dispatch(torch.nn.Module):
+    def forward(self, counts):
+        input_splits = counts.sum(dim=1).to(torch.device("cpu"), non_blocking=True)
+        output_splits = counts.sum(dim=0).to(torch.device("cpu"), non_blocking=False)
+        return input_splits.tolist(), output_splits.tolist()
+
+block = torch.compile(Dispatch())
+"""
+
 VALID = [
     Valid(
         """
@@ -282,4 +294,11 @@ class Dispatch(torch.nn.Module):
         line=11,
         severity="info",
     ),
+    # torchtitan's MoE dispatch: an asynchronous copy of the split sizes. In a project that only
+    # uses torch.compile nothing waits and the copy is traced (no graph break): info. The
+    # blocking copy is still a host sync on the GPU.
+    Invalid(SPLIT_COPIES, line=6, severity="info"),
+    Invalid(SPLIT_COPIES, line=7),
+    # The same copy in code that uses torch_xla runs the pending graph: a warning.
+    Invalid("import torch_xla\n" + SPLIT_COPIES, line=7),
 ]

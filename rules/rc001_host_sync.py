@@ -30,6 +30,14 @@ class HostSync(Rule):
     it syncs no device on XLA, though under torch.compile it still breaks the graph; its
     `.cpu()` copies nothing and is not reported.
 
+    `.to("cpu", non_blocking=True)` costs only on torch_xla, which runs the pending graph to
+    hand the tensor over: on a GPU the copy is asynchronous, and torch.compile traces it
+    without a graph break (`torch._dynamo.explain` of `.cpu()`, `.to("cpu")` and
+    `.to(torch.device("cpu"), non_blocking=True)`: one graph, no break, torch 2.9). So in a
+    project that only uses torch.compile it is `info`. A blocking copy stays a warning there:
+    the host waits for the device. What is read from such a copy (`splits.tolist()`) is
+    read from the host and not reported again.
+
     ## Why is this bad?
     torch_xla traces lazily. A host read forces the pending graph to be compiled and
     executed right there (torch_xla reports the cause as "most likely user code trying to
@@ -76,7 +84,13 @@ class HostSync(Rule):
             return
         if method == "to" and any(T.is_cpu_device(a.value, context.resolve) for a in node.args):
             if not context.made_on_cpu(func.value):
-                self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
+                if T.literal_keyword_true(node, "non_blocking"):
+                    # An asynchronous copy: on a GPU nothing waits, and torch.compile traces it
+                    # (no graph break); torch_xla still runs the pending graph to hand it over.
+                    self.report(node, "`.to('cpu', non_blocking=True)` runs the pending graph to copy a "
+                                "tensor to the host", subject=".to('cpu')", costs_on=("xla",))
+                else:
+                    self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
             return
         dotted = context.resolve(func)
         if method in BOOL_READS and (

@@ -127,3 +127,9 @@ def is_cpu_device(value: cst.BaseExpression, resolve) -> bool:
         return True
     return isinstance(value, cst.Call) and resolve(value.func) == "torch.device" and bool(value.args) \
         and literal_string(value.args[0].value) == "cpu"
+
+
+def literal_keyword_true(call: cst.Call, name: str) -> bool:
+    """Is keyword ``name`` passed the literal ``True`` (``non_blocking=True``)?"""
+    return any(a.keyword is not None and a.keyword.value == name and isinstance(a.value, cst.Name)
+               and a.value.value == "True" for a in call.args)
