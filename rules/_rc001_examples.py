@@ -3,6 +3,16 @@ apart from the rule's logic in :mod:`detective.rules.rc001_host_sync` for length
 
 from detective.lint.rule import Invalid, Valid
 
+CLIP = """
+import torch
+
+class Clip(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.scale = x.abs().max().item()  # autograd.Function.forward is traced
+        return x / ctx.scale
+"""
+
 SPLIT_COPIES = """
 import torch
 
@@ -218,18 +228,9 @@ def step(model, batch, stats):
 """,
         line=7,
     ),
-    Invalid(
-        """
-import torch
-
-class Clip(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.scale = x.abs().max().item()  # autograd.Function.forward is traced
-        return x / ctx.scale
-""",
-        line=7,
-    ),
+    Invalid(CLIP + "\ndef clip(x):\n    return Clip.apply(x)\n", line=7),
+    # Applied nowhere in the project: it runs only from code elsewhere (info).
+    Invalid(CLIP, line=7, severity="info"),
     Invalid(
         """
 import torch

@@ -306,6 +306,9 @@ class ScaledSoftmax(torch.autograd.Function):
     def forward(ctx, x, scale):
         ctx.save_for_backward(scale)  # a tensor, saved for backward
         return x * scale if scale.sum() > 1 else x
+
+def scaled_softmax(x, scale):
+    return ScaledSoftmax.apply(x, scale)
 """,
             line=8,
         ),

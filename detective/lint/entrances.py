@@ -33,7 +33,9 @@ class a package ``__init__`` re-exports by name, a ``cls(...)`` factory nobody i
 calls. A base class of project classes is eager-only only when they all are too (their
 instances enter its ``forward``).
 Only CamelCase and ``_Private`` names are followed as values (PEP 8 class names). A
-class with no entrance at all is library code users build: a normal root.
+module class with no entrance at all is library code users build: a normal root. An
+autograd Function with none (nothing in the project applies, names or subclasses it) is
+eager-only in a whole-project run: it runs only from code outside the project.
 
 A finding is reached only through such roots when every traced path to its scope starts
 at an eager-only root or passes through a scope excluded from compilation (the same
@@ -215,6 +217,13 @@ class EagerRoots:
             eager[cls] = (), f"in {cls[0]}, a test that neither compiles nor uses torch_xla"
             self.reasons[cls] = (f"{cls[1]} is defined and used only in {cls[0]}, a test that neither "
                                  "compiles nor uses torch_xla: it runs eagerly")
+        if self.whole:  # a Function no code applies: its forward runs only from code elsewhere
+            for cls in sorted(set(project.class_roots.values())):
+                if cls not in entrances and cls not in unknown and cls not in subclassed \
+                        and cls not in eager and project.class_kind(cls) == "function":
+                    eager[cls] = (), "nowhere"
+                    self.reasons[cls] = (f"{cls[1]} is applied nowhere in the project: an autograd "
+                                         "Function for code outside it")
         changed = True
         while changed:  # least fixpoint: a cycle of classes building each other stays unknown
             changed = False

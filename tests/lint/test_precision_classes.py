@@ -1568,3 +1568,28 @@ def test_test_paths_follow_pytest_conventions():
     assert all(map(is_test_path, ["tests/unit/x.py", "test/test_a.py", "pkg/test_models.py",
                                   "pkg/models_test.py", "conftest.py", "a/testing/util.py"]))
     assert not any(map(is_test_path, ["pkg/attest.py", "pkg/contest_x.py", "latest/model.py", "tests.py"]))
+
+
+OFFLOAD_LOSS = """
+    import torch
+
+    class LogitsLoss(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, hidden, labels):
+            ctx.save_for_backward(hidden.to("cpu"), labels)   # offloaded for backward
+            return hidden.sum()
+"""
+
+
+def test_an_autograd_function_the_project_never_applies_is_info():
+    # DeepSpeed's FPDT_LogitsLoss: nothing in the repository applies it (Megatron-DeepSpeed does).
+    assert lint({"fpdt.py": OFFLOAD_LOSS}) == [("fpdt.py", 7, "RC001", "info")]
+    applied = {"fpdt.py": OFFLOAD_LOSS, "model.py": """
+        import torch
+        from fpdt import LogitsLoss
+
+        class Head(torch.nn.Module):
+            def forward(self, hidden, labels):
+                return LogitsLoss.apply(hidden, labels)
+    """}
+    assert lint(applied) == [("fpdt.py", 7, "RC001", "warning")]
