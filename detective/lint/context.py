@@ -95,8 +95,7 @@ class Context:
         rests_on = self.model.infer.rests_on.pop(id(node), ()) if self.model.infer.rests_on else ()
         if self.regions.cuda_depth:
             severity = "info"
-            message += (" (in a flash-attention branch, which needs the CUDA flash_attn package: "
-                        "not on an XLA host, but real on a GPU)")
+            message += f" ({self.regions.cuda_why[-1]}: not on an XLA host, but real on a GPU)"
         self.regions.report((code, message, node, extras, subject, assumes, severity, (guarded, rests_on), project),
                             scope, at_index)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.xla_branches import bound_names, cuda_sense, lazy_init_test, set_to_none, xla_sense
+from detective.lint.xla_branches import FLASH_BRANCH, GENERATOR_BLOCK, block_calls, bound_names, cuda_sense, \
+    device_generator, lazy_init_test, set_to_none, xla_sense
 
 
 def block_statements(body: cst.BaseSuite):
@@ -50,9 +51,12 @@ class NeverTraced:
         self._maybe_depth = 0  # inside a lambda, a comprehension or an and/or: may not run
         self._if_blocks: dict[int, list | None] = {}  # id of an if's body -> its block, once left
         self.dead_depth = 0
-        # Sides of flash-attention tests (`if ..._attn_implementation == "flash_attention_2":`):
-        # they run only with the CUDA flash_attn package; what they read is reported as info.
-        self.cuda: set[int] = set()
+        # Blocks that run only off XLA, with why: sides of flash-attention tests (`if
+        # ..._attn_implementation == "flash_attention_2":`), which need the CUDA flash_attn
+        # package, and blocks that build a torch.Generator on a tensor's device. What they
+        # read is reported as info.
+        self.cuda: dict[int, str] = {}
+        self.cuda_why: list[str] = []
         self.cuda_depth = 0
 
     def silenced(self) -> bool:
@@ -90,6 +94,7 @@ class NeverTraced:
                 self.once_depth -= 1
         if id(node) in self.cuda:
             self.cuda_depth -= 1
+            self.cuda_why.pop()
 
     def call_kind(self) -> str:
         """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
@@ -114,17 +119,21 @@ class NeverTraced:
             self.dead.add(id(node.orelse))
         self._mark_cuda(node.test, node.body, node.orelse)
         self._mark_short_circuit(node.test)
+        for side in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
+            if side is not None and id(side) not in self.cuda and any(
+                    device_generator(call, self.model.resolve) for call in block_calls(side)):
+                self.cuda[id(side)] = GENERATOR_BLOCK
 
     def _mark_cuda(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
         """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it)."""
         sense = cuda_sense(test, self.model.resolve)
         if sense > 0:
-            self.cuda.add(id(body))
+            self.cuda[id(body)] = FLASH_BRANCH
         elif sense < 0 and orelse is not None:
-            self.cuda.add(id(orelse))
+            self.cuda[id(orelse)] = FLASH_BRANCH
         if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) \
                 and cuda_sense(test.left, self.model.resolve) > 0:
-            self.cuda.add(id(test.right))  # is_flash_attn_2_available() and mask.any()
+            self.cuda[id(test.right)] = FLASH_BRANCH  # is_flash_attn_2_available() and mask.any()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``m["k"]`` evaluated whenever this block runs on XLA: the key is there for the rest

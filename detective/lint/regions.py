@@ -117,6 +117,7 @@ class Regions(NeverTraced):
                 self.once_depth += 1
         if self.cuda and id(node) in self.cuda:
             self.cuda_depth += 1
+            self.cuda_why.append(self.cuda[id(node)])
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]

@@ -54,6 +54,35 @@ def cuda_sense(test: cst.BaseExpression, resolve) -> int:
     return 0
 
 
+FLASH_BRANCH = "in a flash-attention branch, which needs the CUDA flash_attn package"
+GENERATOR_BLOCK = ("in a block that builds a torch.Generator on a tensor's device, which torch_xla "
+                   "does not support (\"XLA device type not an accelerator\")")
+
+
+def device_generator(call: cst.Call, resolve) -> bool:
+    """``torch.Generator(device=x.device)``: a generator on a device other than the CPU, which
+    raises on an XLA device (torch_xla 2.9), so the block that builds it runs elsewhere."""
+    # Named Generator before asking: resolving early would settle names the block imports later.
+    if not isinstance(call.func, (cst.Name, cst.Attribute)) or dotted_tail(call.func) != "Generator" \
+            or resolve(call.func) != "torch.Generator":
+        return False
+    device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"),
+                  call.args[0].value if call.args and call.args[0].keyword is None else None)
+    return device is not None and T.literal_string(device) not in ("cpu",) \
+        and not (isinstance(device, cst.Name) and device.value == "None")
+
+
+def block_calls(block: cst.BaseSuite) -> list[cst.Call]:
+    """The calls a block's own simple statements make directly (``g = f(...)``, ``f(...)``)."""
+    found = []
+    for statement in getattr(block, "body", ()):
+        for small in getattr(statement, "body", ()) if isinstance(statement, cst.SimpleStatementLine) else ():
+            value = getattr(small, "value", None)
+            if isinstance(value, cst.Call):
+                found.append(value)
+    return found
+
+
 def lazy_init_test(test: cst.BaseExpression) -> bool:
     """``not self._initialized``, ``not Status.initialized``, ``not _inited``: one-time set-up."""
     if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):

@@ -1593,3 +1593,36 @@ def test_an_autograd_function_the_project_never_applies_is_info():
                 return LogitsLoss.apply(hidden, labels)
     """}
     assert lint(applied) == [("fpdt.py", 7, "RC001", "warning")]
+
+
+def test_a_block_that_builds_a_generator_on_the_tensors_device_is_info():
+    # data2vec's seeded masking: torch.Generator(device=x.device) raises on an XLA device
+    # ("XLA device type not an accelerator", torch_xla 2.9), so that side never runs there.
+    found = lint({"masking.py": """
+        import torch
+
+        class Masker(torch.nn.Module):
+            def forward(self, x, ids, seed=None):
+                generator = None
+                if seed is not None:
+                    s = int(hash((seed, ids.sum().item())) % 1e6)
+                    generator = torch.Generator(device=x.device)
+                    generator.manual_seed(s)
+                else:
+                    n = ids.sum().item()               # the other side runs on XLA
+                return torch.rand(x.shape, generator=generator, device=x.device)
+    """})
+    assert [(line, severity) for _path, line, _code, severity in found] == [(8, "info"), (12, "warning")]
+    on_cpu = lint({"masking.py": """
+        import torch
+
+        class Masker(torch.nn.Module):
+            def forward(self, x, ids, seed=None):
+                if seed is not None:
+                    s = ids.sum().item()
+                    generator = torch.Generator(device="cpu")   # a CPU generator works anywhere
+                    self.hooks[0](x)                            # calls of calls and subscripts
+                    make_hook()(x)
+                return x
+    """})
+    assert [severity for *_rest, severity in on_cpu] == ["warning"]
