@@ -2,11 +2,20 @@
 
 A key is optional somewhere in the project when a file removes it (``del m["k"]``,
 ``m.pop("k")``) or sets it only under a condition on data (``if len(alignments) > 0:
-batch["alignments"] = ...``). A condition that reads only ``self``/``cls`` attributes is
-configuration, fixed for the run (``if self.corpus_key is not None:``), and a test of the
-key itself on a plain name only passes on what the caller had (``if "k" in kwargs:
-out["k"] = kwargs["k"]``): neither is evidence. Each optional key becomes the project fact
-``optional-key:<k>`` (see :mod:`detective.lint.project_facts`).
+batch["alignments"] = ...``). None of these is evidence:
+
+- a condition that reads only ``self``/``cls`` attributes: configuration, fixed for the run
+  (``if self.corpus_key is not None:``);
+- a test of the key itself on a plain name (``if "k" in kwargs:``, ``"k" in m.keys()``,
+  ``m.get("k") is not None``), or a ``None`` test of a name the written value is made from
+  (``if f0 is not None: batch["f0"] = f0.to(device)``): the write passes on what the caller had;
+- a write whose value reads the same key of the same mapping (``m["k"] = f(m["k"])``): the
+  key was there already;
+- a ``del m["k"]`` that a later statement of the same block sets again (``m["k"] = new``):
+  a replacement.
+
+Each optional key becomes the project fact ``optional-key:<k>`` (see
+:mod:`detective.lint.project_facts`).
 
 Every key some file writes into a mapping (``m["k"] = ...``, ``{"k": ...}``, ``dict(k=...)``)
 becomes ``key-set:<k>``: the code that builds such batches is in view, so a key it never makes
@@ -28,13 +37,38 @@ _CONFIG_ROOTS = frozenset({"self", "cls", "True", "False", "None"})
 class OptionalKeys(Facts):
     def __init__(self, context):
         super().__init__(context)
-        self._conditions: list[tuple[bool, frozenset[str]]] = []  # (on data, keys it passes on)
+        # (on data, keys it passes on, names it tests against None)
+        self._conditions: list[tuple[bool, frozenset[str], frozenset[str]]] = []
+        self._replaced: set[int] = set()  # ids of `del m["k"]` statements set again later in their block
         self._found = context.model.project_facts
         self._seen = set(self._found)
 
     def visit_If(self, node: cst.If) -> None:
         on_data = _reads_data(node.test, self.context.model.imports)
-        self._conditions.append((on_data, frozenset(_passed_on(node.test)) if on_data else frozenset()))
+        if on_data:
+            self._conditions.append((True, frozenset(_passed_on(node.test)), frozenset(_none_tested(node.test))))
+        else:
+            self._conditions.append((False, frozenset(), frozenset()))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._note_replacements(node.body)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._note_replacements(node.body)
+
+    def _note_replacements(self, body) -> None:
+        for index, statement in enumerate(body):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if not isinstance(small, cst.Del):
+                    continue
+                later = [t.target for s in body[index + 1:] if isinstance(s, cst.SimpleStatementLine)
+                         for a in s.body if isinstance(a, cst.Assign) for t in a.targets]
+                deleted = small.target.elements if isinstance(small.target, cst.Tuple) else [small.target]
+                if all(any(_literal_key(t) is not None and t.deep_equals(d) for t in later)
+                       for d in (e.value if isinstance(e, cst.Element) else e for e in deleted)):
+                    self._replaced.add(id(small))
 
     def leave_If(self, node: cst.If) -> None:
         self._conditions.pop()
@@ -45,7 +79,10 @@ class OptionalKeys(Facts):
             if key is None:
                 continue
             self._add(KEY_SET + key)
-            if any(data and key not in names for data, names in self._conditions):
+            if _reads_subscript(node.value, target.target):
+                continue  # m["k"] = f(m["k"]): the key was there already
+            read = _names(node.value)
+            if any(data and key not in keys and not (tested & read) for data, keys, tested in self._conditions):
                 self._note(key)
 
     def visit_Dict(self, node: cst.Dict) -> None:
@@ -55,6 +92,8 @@ class OptionalKeys(Facts):
                 self._add(KEY_SET + key)
 
     def visit_Del(self, node: cst.Del) -> None:
+        if id(node) in self._replaced:
+            return
         targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
         for target in targets:
             key = _literal_key(target.value if isinstance(target, cst.Element) else target)
@@ -89,16 +128,47 @@ def _literal_key(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _reads_subscript(value: cst.CSTNode, target: cst.BaseExpression) -> bool:
+    """Does ``value`` read ``target`` (``m["k"]``) itself?"""
+    if isinstance(value, cst.Subscript) and value.deep_equals(target):
+        return True
+    return any(_reads_subscript(child, target) for child in syntax_children(value))
+
+
+def _names(value: cst.CSTNode) -> set[str]:
+    """The plain names an expression reads."""
+    if isinstance(value, cst.Name):
+        return {value.value}
+    if isinstance(value, cst.Attribute):
+        return _names(value.value)
+    return {name for child in syntax_children(value) for name in _names(child)}
+
+
+def _none_tested(test: cst.BaseExpression) -> set[str]:
+    """Plain names a condition tests against None: ``f0 is not None``, ``a is not None and b``."""
+    if isinstance(test, cst.BooleanOperation):
+        return _none_tested(test.left) | _none_tested(test.right)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) \
+            and isinstance(test.comparisons[0].operator, (cst.Is, cst.IsNot)) \
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+        return {test.left.value}
+    return set()
+
+
 def _passed_on(test: cst.BaseExpression) -> set[str]:
-    """Keys a condition tests on a plain name: ``"k" in kwargs``, ``kwargs.get("k") is not None``.
-    Under it, writing ``k`` passes on what the caller had."""
+    """Keys a condition tests on a plain name: ``"k" in kwargs``, ``"k" in kwargs.keys()``,
+    ``kwargs.get("k") is not None``. Under it, writing ``k`` passes on what the caller had."""
     if isinstance(test, cst.BooleanOperation):
         return _passed_on(test.left) | _passed_on(test.right)
     if isinstance(test, cst.UnaryOperation):
         return _passed_on(test.expression)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
-        if isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(target.comparator, cst.Name):
+        comparator = target.comparator
+        if isinstance(comparator, cst.Call) and isinstance(comparator.func, cst.Attribute) \
+                and comparator.func.attr.value == "keys" and not comparator.args:
+            comparator = comparator.func.value  # "k" in m.keys()
+        if isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(comparator, cst.Name):
             key = T.literal_string(test.left)
             return {key} if key is not None else set()
         return _passed_on(test.left)

@@ -29,7 +29,9 @@ class KeyBranch(Rule):
     fills the key it lacked, so later code sees one key set). Nor is an `if` (not an
     `elif`) whose other side only raises: a step that raises makes no second program.
     A key test is `info` unless the project makes that key optional somewhere (removes it
-    with `del`/`.pop`, or sets it only under a condition on data): a task's collater gives
+    with `del`/`.pop`, or sets it only under a condition on data; not a write that updates
+    the key it reads, `m["k"] = f(m["k"])`, a `del` the same block sets again, or a write
+    under `if v is not None` of a value made from `v`): a task's collater gives
     every batch of a run the same keys, so the run takes one side, one program. For a
     batch mapping this needs the code that builds the batches in view, so the test stays a
     warning when a few files or a package directory are linted without the rest of the

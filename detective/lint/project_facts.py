@@ -10,7 +10,7 @@ over the sources, so a run answered from the cache pays nothing for them.
   about to be ported); ``targets = [...]`` in ``[tool.detective]`` overrides.
 - Optional keys: ``optional-key:<k>`` when some file removes key ``k`` from a mapping
   (``del m["k"]``, ``m.pop("k")``) or sets it only under a condition on data (not on
-  ``self.*`` configuration, not on the key's own presence).
+  ``self.*`` configuration, not on the key's own presence; see ``rules/_key_facts.py``).
 - Keys set: ``key-set:<k>`` when some file writes key ``k`` into a mapping (``m["k"] = ...``,
   ``{"k": ...}``, ``dict(k=...)``): the code that builds the batches (a collater) is in view.
 

@@ -824,6 +824,25 @@ def test_a_key_test_on_a_batch_is_info_where_the_project_sets_the_key_for_every_
                 if self.with_lengths:
                     batch["target_lengths"] = [len(s) for s in samples]
                 return batch
+    """, """
+        def collate(samples, lengths=None, pad_to=0):
+            batch = {"net_input": {"x": samples}, "target_lengths": [len(s) for s in samples]}
+            if pad_to > 0:                      # an update: the key was there already
+                batch["target_lengths"] = [max(n, pad_to) for n in batch["target_lengths"]]
+            return batch
+
+        def renumber(batch, fresh):
+            del batch["target_lengths"]         # a replacement: set again in the same block
+            batch["target_lengths"] = fresh
+            return batch
+
+        def wrap(sample, target_lengths=None):
+            out = {"net_input": sample}
+            if target_lengths is not None:      # passes on what the caller had
+                out["target_lengths"] = list(target_lengths)
+            if "target_lengths" in sample.keys():
+                out["target_lengths"] = sample["target_lengths"]
+            return out
     """):
         assert lint({"criterion.py": criterion, "data.py": collater}) == [("criterion.py", 6, "RC004", "info")]
     # Set only for some batches (on data), or removed somewhere: batches of one run differ.
@@ -837,6 +856,18 @@ def test_a_key_test_on_a_batch_is_info_where_the_project_sets_the_key_for_every_
         def strip(sample):
             sample.pop("target_lengths", None)
             return sample
+    """, """
+        def renumber(batch, fresh, lengths=None):
+            del batch["target_lengths"]         # not set again in this block: removed
+            if fresh:
+                batch["target_lengths"] = fresh
+            return batch
+    """, """
+        def collate(samples, lengths=None):
+            batch = {"net_input": {"x": samples}}
+            if lengths is not None:             # tests another name than the value's
+                batch["target_lengths"] = [len(s) for s in samples]
+            return batch
     """):
         assert lint({"criterion.py": criterion, "data.py": collater}) == [("criterion.py", 6, "RC004", "warning")]
 
