@@ -46,10 +46,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below, however this is loaded
+from judged_samples import (SAMPLE_GLOB, census, judge_agreement, read_sample, sample_groups,  # noqa: E402
+                            sample_paths, sample_precision)
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
 SAMPLE_DIR = HERE / "lint_accuracy"
-SAMPLE_GLOB = "sample*.csv"
 SETTINGS = ("files", "repo")
 SETTING_TITLES = {"files": "labelled files alone", "repo": "whole repositories"}
 
@@ -323,73 +326,6 @@ def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: d
     return {"table": table, "outcomes": outcomes}
 
 
-def read_sample(path: Path, judged_only: bool = True) -> list[dict]:
-    """Rows of one sample file, each tagged with the file's stem under ``sample``."""
-    if not path.is_file():
-        return []
-    with open(path, newline="") as f:
-        rows = [dict(row, sample=path.stem) for row in csv.DictReader(f)]
-    return [r for r in rows if r.get("judgement")] if judged_only else rows
-
-
-def sample_groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    """Judged rows by (sample file, linter commit): each is one precision figure."""
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for row in rows:
-        groups[(row["sample"], row.get("linter_commit") or "")].append(row)
-    return dict(sorted(groups.items()))
-
-
-def sample_precision(rows: list[dict]) -> dict:
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for row in rows:
-        for key in (row["code"], "all"):
-            counts[key][row["judgement"]] += 1
-    out = {}
-    for key, c in counts.items():
-        judged = c["right"] + c["wrong"]
-        out[key] = {
-            "right": c["right"],
-            "wrong": c["wrong"],
-            "unclear": c["unclear"],
-            "precision": c["right"] / judged if judged else None,
-            # unclear findings counted wrong: the floor of what users meet
-            "precision_strict": c["right"] / (judged + c["unclear"]) if judged + c["unclear"] else None,
-        }
-    return out
-
-
-def sample_paths(directory: Path) -> list[Path]:
-    """Sample files oldest first (sample.csv, then sample-a, -b ...): a later sample's verdict
-    on the same finding (a re-judged draw, --include-judged) is the one the census keeps."""
-    return sorted(directory.glob(SAMPLE_GLOB), key=lambda p: (p.stem != "sample", p.stem))
-
-
-def census(findings: dict[str, list[dict]], rows: list[dict]) -> dict:
-    """Every whole-repository finding of this linter, with the verdict any sample gave it.
-
-    Samples exclude what earlier samples drew, so once they have covered the population
-    this is precision over all findings users meet, not an estimate from a draw; the
-    verdicts come from the judges of the samples named in ``by_sample`` (criteria differ
-    between judges, so the split is printed with it). A finding judged in more than one
-    sample (``--include-judged`` draws) keeps the verdict of the newest: ``rows`` come
-    oldest first."""
-    verdicts = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in rows}
-    current = {(repo, f["path"], f["line"], f["code"]) for repo, items in findings.items() for f in items}
-    total: Counter = Counter()
-    by_sample: dict[str, Counter] = defaultdict(Counter)
-    for key in current:
-        row = verdicts.get(key)
-        judgement = row["judgement"] if row else "not judged"
-        total[judgement] += 1
-        by_sample[row["sample"] if row else "-"][judgement] += 1
-    judged = total["right"] + total["wrong"]
-    return {"findings": len(current), "counts": dict(total), "by_sample": {k: dict(v) for k, v in sorted(by_sample.items())},
-            "precision": total["right"] / judged if judged else None,
-            "precision_strict": total["right"] / (judged + total["unclear"] + total["not judged"])
-            if current else None}
-
-
 def label_conflicts(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], rows: list[dict],
                     outcomes: list[dict]) -> dict:
     """Labelled sites the samples' judges contradict, by the newest verdict on a finding in
@@ -655,6 +591,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  precision {counts.get('right', 0)}/{counts.get('right', 0) + counts.get('wrong', 0)} = "
                       f"{c['precision']:.3f} (unclear and not judged left out); {c['precision_strict']:.3f} with "
                       "both counted wrong")
+            m = c["majority"]
+            if c["precision_majority"] is not None:
+                print(f"  by the majority of each finding's judges (a tie keeps the newest; a second view): "
+                      f"{m.get('right', 0)}/{m.get('right', 0) + m.get('wrong', 0)} = {c['precision_majority']:.3f}")
+            a = results["judge_agreement"] = judge_agreement(sample_rows)
+            if a["rate"] is not None:
+                print(f"  judges of the same finding agree on {a['agree']} of {a['pairs']} pairs of verdicts "
+                      f"({a['rate']:.3f}); {a['split']} of the {a['rejudged']} findings judged more than once have both verdicts")
 
         if "repo" in results["settings"] and sample_rows:
             repo_outcomes = score(usable, snaps, all_findings["repo"])["outcomes"]

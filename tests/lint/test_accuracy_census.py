@@ -68,3 +68,23 @@ def test_label_conflicts_set_judged_labels_apart_without_changing_them():
     # the judged trigger found now counts against precision; the judged look-alike, silent now, is a miss
     assert (k["tp"], k["fp"], k["fn"]) == (1, 1, 2)
     assert judged_trigger.verdict == "trigger"  # the labels themselves are untouched
+
+
+def test_judges_agreement_counts_pairs_and_the_majority_breaks_ties_by_the_newest():
+    module = _module()
+    row = lambda line, j, s: {"repo": "o/r", "path": "a.py", "line": str(line), "code": "RC001",  # noqa: E731
+                              "judgement": j, "sample": s}
+    rows = [row(1, "right", "sample-a"), row(1, "wrong", "sample-b"), row(1, "wrong", "sample-c"),  # 3 judges, 1 of 3 pairs agree
+            row(2, "right", "sample-a"), row(2, "wrong", "sample-b"),  # a tie: the newest (wrong)
+            row(3, "right", "sample-a"), row(3, "right", "sample-b"), row(3, "unclear", "sample-c"),  # unclear left out
+            row(4, "wrong", "sample-a")]  # judged once: no pair
+    a = module.judge_agreement(rows)
+    assert (a["pairs"], a["agree"], a["split"], a["rejudged"]) == (5, 2, 2, 3)
+    import judged_samples  # lint_accuracy's sibling, importable once it is loaded
+
+    assert judged_samples.majority_verdicts(rows) == {("o/r", "a.py", 1, "RC001"): "wrong", ("o/r", "a.py", 2, "RC001"): "wrong",
+                                              ("o/r", "a.py", 3, "RC001"): "right", ("o/r", "a.py", 4, "RC001"): "wrong"}
+    findings = {"o/r": [{"path": "a.py", "line": n, "code": "RC001"} for n in (1, 2, 3, 5)]}
+    c = module.census(findings, rows)
+    assert c["majority"] == {"wrong": 2, "right": 1}
+    assert abs(c["precision_majority"] - 1 / 3) < 1e-9
