@@ -13,7 +13,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
-from detective.lint.model import COMPILES, DRIVES_XLA
+from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA
 from detective.lint.walker import walk
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
@@ -25,6 +25,20 @@ def _module_compile(call: cst.Call) -> bool:
     ``re.compile`` and the like by torch.compile's keywords."""
     return isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile" and any(
         arg.keyword is not None and arg.keyword.value in _COMPILE_KEYWORDS for arg in call.args)
+
+
+def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
+    """``super().compile(...)``, ``torch.compile(self)``, ``nn.Module.compile(self)``: the
+    method compiles the module it belongs to."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Call) \
+            and isinstance(func.value.func, cst.Name) and func.value.func.value == "super":
+        return True
+    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
+    while isinstance(first, cst.Attribute):  # torch.compile(self.forward)
+        first = first.value
+    return (dotted in COMPILING_CALLS or dotted == "torch.nn.Module.compile") \
+        and isinstance(first, cst.Name) and first.value == "self"
 
 
 class Bindings:
@@ -272,6 +286,8 @@ class Bindings:
             self.note_compile(dotted)
             if COMPILES not in self.scope.tags and (dotted in COMPILING_CALLS or _module_compile(node)):
                 self.scope.tags.append(COMPILES)  # read by lint/entrances.py (what a test runs)
+            if COMPILES_SELF not in self.scope.tags and _compiles_self(node, dotted):
+                self.scope.tags.append(COMPILES_SELF)
             if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
                 self.scope.tags.append(DRIVES_XLA)
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \

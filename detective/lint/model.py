@@ -38,6 +38,9 @@ def only_through(name: str) -> str:
 # Scope tag: the function calls a compiler (torch.compile, torch._dynamo.optimize,
 # torch_xla.compile, module.compile(backend=...)): lint/bindings.py.
 COMPILES = "compiles"
+# Scope tag: the method compiles its own module (super().compile(...), torch.compile(self)):
+# a class whose ``compile`` override lacks it compiles only its parts (lint/entrances.py).
+COMPILES_SELF = "compiles-self"
 # Scope tag: the function drives an XLA program: syncs a step, feeds the device loader,
 # spawns, compiles (api_names.XLA_PROGRAM_CALLS; lint/bindings.py, read by lint/programs.py).
 DRIVES_XLA = "drives-xla"

@@ -1657,3 +1657,59 @@ def test_a_block_that_builds_a_generator_on_the_tensors_device_is_info():
                 return x
     """})
     assert [severity for *_rest, severity in on_cpu] == ["warning"]
+
+
+PIPELINE = {
+    "pipe/module.py": """
+        import torch
+
+        class PipelineModule(torch.nn.Module):
+            def __init__(self, layers):
+                super().__init__()
+                self.forward_funcs = list(layers)
+
+            def compile(self, *args, **kwargs):          # compiles each layer, never itself
+                for idx, layer in enumerate(self.forward_funcs):
+                    if isinstance(layer, torch.nn.Module):
+                        layer.compile(*args, **kwargs)
+                    else:
+                        self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)
+
+            def forward(self, x):
+                n = x.sum().item()                       # info: the forward runs eagerly
+                for layer in self.forward_funcs:
+                    x = layer(x)
+                return x * n
+
+        class Stage(PipelineModule):                     # inherits the override
+            def forward(self, x):
+                return x[: x.sum().item()]
+
+        class Whole(torch.nn.Module):
+            def compile(self, *args, **kwargs):          # compiles itself after a set-up
+                self.ready = True
+                super().compile(*args, **kwargs)
+
+            def forward(self, x):
+                return x * x.sum().item()                # warning: compiled whole
+    """,
+}
+
+
+def test_a_module_whose_compile_override_compiles_only_its_parts_runs_its_forward_eagerly():
+    found = {(f.path, f.line): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in PIPELINE.items()})}
+    assert found[("pipe/module.py", 17)][0] == "info"
+    assert ("PipelineModule.compile compiles the parts of PipelineModule one by one, never the module itself"
+            in found[("pipe/module.py", 17)][1])
+    assert found[("pipe/module.py", 24)][0] == "info"
+    assert found[("pipe/module.py", 32)][0] == "warning"
+    # On XLA the lazy tensor traces the forward whatever compile() does.
+    on_xla = dict(PIPELINE, **{"pipe/xla.py": "import torch_xla\n"})
+    assert _severities(on_xla)[("pipe/module.py", 17, "RC001")] == "warning"
+    # torch.compile(self) in the override: the module is compiled whole.
+    whole = {"pipe/module.py": PIPELINE["pipe/module.py"].replace(
+        "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)",
+        "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)\n"
+        "                self._whole = torch.compile(self, *args, **kwargs)")}
+    assert _severities(whole)[("pipe/module.py", 18, "RC001")] == "warning"  # one line further down
