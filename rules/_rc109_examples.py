@@ -130,6 +130,36 @@ for step in range(10):
 """,
         line=7,
     ),
+    # Only the three sizes of a literal list: three programs, each compiled once.
+    Invalid(
+        """
+import torch
+import torch_xla
+
+x = torch.randn(512, device=torch_xla.device())
+sizes = [128, 256, 512]
+for n in sizes:
+    y = x[:n].sum()
+    torch_xla.sync()
+""",
+        line=8,
+        severity="info",
+    ),
+    # The list grows in the loop's set-up: no longer the literal.
+    Invalid(
+        """
+import torch
+import torch_xla
+
+x = torch.randn(512, device=torch_xla.device())
+sizes = [128, 256]
+sizes.append(len(x) // 3)
+for n in sizes:
+    y = x[:n].sum()
+    torch_xla.sync()
+""",
+        line=9,
+    ),
     Invalid(
         """
 import math

@@ -14,6 +14,8 @@ from detective.rules import _rc109_examples as examples
 SIZED_FACTORIES = frozenset({"arange", "zeros", "ones", "empty", "full", "randn", "rand", "randperm"})
 STEPPING = STEP_CONTEXTS | STEP_TRACES
 NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+SWEPT_NOTE = (" (the loop takes only the {n} values of a literal list: {n} programs, each compiled once, "
+              "as with bucketing)")
 CPU_NOTE = " (a CPU tensor: no XLA program, but a new shape under torch.compile)"
 SEQUENCE_SUFFIXES = ("list", "lens", "lengths", "items", "seqs", "names", "tokens_list")
 
@@ -42,6 +44,10 @@ class PythonConstantSlice(Rule):
     host work that makes no program (the tensor reaches the device as data); under
     `torch.compile` it is still a new shape. The size of such a factory stays a warning:
     `torch.arange(n).to(device)` is a device tensor of a new shape for every `n`.
+
+    A step-loop counter that iterates a literal list of ints (`for n in (128, 256, 512):`,
+    or a name bound to one and not changed) takes only those values: as many programs as the
+    list is long, each compiled once, which is bucketing done by hand. It is `info`, saying so.
 
     A value that varies only through names bound under a parameter test (`if sigmoid:
     threshold = torch.sigmoid(threshold).item()`) carries that test: where no call in the
@@ -88,10 +94,17 @@ class PythonConstantSlice(Rule):
         self._loops: list[tuple[set[str], list[tuple[cst.CSTNode, str, int, str, bool]]]] = []
         self._outer_loops: list[list] = []
         self._stepping: set[int] = set()  # depths of loops whose body holds a step block
+        self._swept: dict[int, int] = {}  # depth of a loop over a literal list of numbers -> its length
+        self._literals: dict[str, int] = {}  # sizes = [8, 128, 256] in this function: its length
+        self._outer_literals: list[dict[str, int]] = []
 
     # ---------------------------------------------------------------- bookkeeping
     def visit_For(self, node: cst.For) -> None:
         self._loops.append((_target_names(node.target), []))
+        it = node.iter
+        count = _literal_numbers(it) if not isinstance(it, cst.Name) else self._literals.get(it.value)
+        if count:
+            self._swept[len(self._loops)] = count
 
     def visit_While(self, node: cst.While) -> None:
         self._loops.append((set(), []))
@@ -105,25 +118,42 @@ class PythonConstantSlice(Rule):
     def leave_For(self, node) -> None:
         stepping = len(self._loops) in self._stepping
         self._stepping.discard(len(self._loops))
+        swept = self._swept.pop(len(self._loops), 0)
         counters, pending = self._loops.pop()
         region = self.context.current_region()
         if region is not None and region.node is node and (self.context.region_is_step(region) or stepping):
             for target, message, index, subject, cpu in pending:
-                self._report(target, message, subject, cpu, at_index=index)
+                if swept:  # for n in (128, 256, 512): a fixed set of shapes, each compiled once
+                    self.report(target, message + SWEPT_NOTE.format(n=swept), subject=subject, severity="info",
+                                at_index=index)
+                else:
+                    self._report(target, message, subject, cpu, at_index=index)
 
     leave_While = leave_For
 
     def visit_FunctionDef(self, node) -> None:
         self._outer_loops.append(self._loops)  # a nested def's loops are its own
         self._loops = []
+        self._outer_literals.append(self._literals)
+        self._literals = {}
 
     def leave_FunctionDef(self, node) -> None:
         self._loops = self._outer_loops.pop()
+        self._literals = self._outer_literals.pop()
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._note_mutation(node.target)
+        if isinstance(node.target, cst.Name):
+            self._literals.pop(node.target.value, None)  # sizes += more: no longer the literal
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        count = _literal_numbers(node.value)
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if count:
+                    self._literals[target.target.value] = count
+                else:
+                    self._literals.pop(target.target.value, None)
         if self._loops and self._loop_counter(node.value) and not self.context.is_tensor(node.value):
             for target in node.targets:  # index = max(-step, 1): derived from the counter
                 self._loops[-1][0].update(_target_names(target.target))
@@ -188,6 +218,10 @@ class PythonConstantSlice(Rule):
                         return
 
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in {"append", "extend", "insert"} \
+                and isinstance(func.value, cst.Name):
+            self._literals.pop(func.value.value, None)
         method = T.call_method_name(node)
         if method in NEW_FACTORIES and self.context.is_tensor(node.func.value):
             sizes = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -369,3 +403,12 @@ def _uses_self_attr(expr) -> str | None:
         if attr is not None:
             return attr
     return None
+
+
+def _literal_numbers(node: cst.BaseExpression) -> int:
+    """The length of a literal list or tuple of int literals (``[8, 128, 256]``), else 0."""
+    if not isinstance(node, (cst.List, cst.Tuple)) or not node.elements:
+        return 0
+    if all(isinstance(e, cst.Element) and isinstance(e.value, cst.Integer) for e in node.elements):
+        return len(node.elements)
+    return 0

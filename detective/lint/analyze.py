@@ -22,7 +22,7 @@ from detective.lint.model import Candidate, CallRef, FileSummary
 _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
-from detective.lint.semantic import SemanticModel
+from detective.lint.semantic import SemanticModel, dotted_name
 from detective.lint.signatures import call_shape
 
 _SUPPRESS = re.compile(
@@ -89,6 +89,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           imports=dict(model.imports), imports_xla=model.imports_xla,
                           module_imports=sorted(set(model.module_imports)),
                           star_imports=list(dict.fromkeys(model.star_imports)),
+                          relative_imports=_relative_imports(tree),
                           facts=sorted(set(model.project_facts)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
@@ -197,6 +198,19 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary
+
+
+def _relative_imports(tree: cst.Module) -> list[str]:
+    """``from ..a.b import x`` among the module's own top-level statements (not under a
+    ``try`` or an ``if``, where a failed import may be expected): ``["2:a.b"]``."""
+    found = []
+    for statement in tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.ImportFrom) and small.relative and small.module is not None:
+                found.append(f"{len(small.relative)}:{dotted_name(small.module)}")
+    return found
 
 
 def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> str | None:

@@ -18,6 +18,7 @@ from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
+from detective.lint.importable import unimportable_files
 from detective.lint.model import HANDED_DEVICE, ChainLink, FileSummary, Finding, at_least, only_through
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
@@ -253,6 +254,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                           else (installed, "installed") if installed else ("", ""))
     reach = xla_nones = eager = None
     args: ArgFacts | None = None
+    unimportable = unimportable_files(summaries) if whole else {}  # lint/importable.py
 
     def arg_facts() -> ArgFacts:
         nonlocal args
@@ -288,6 +290,9 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
             message = candidate.message + note + dead
             if dead:
                 severity = "info"
+            elif severity == "warning" and summary.path in unimportable:
+                severity = "info"
+                message += f" ({unimportable[summary.path]})"
             if rule.applies_to == "region":
                 reach = reach or project.reach()
                 path = reach.paths.get((summary.path, candidate.scope))

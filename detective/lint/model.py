@@ -173,6 +173,10 @@ class FileSummary:
     imports_xla: bool = False  # imports torch_xla (anywhere in the file)
     module_imports: list[str] = field(default_factory=list)  # every imported dotted name
     star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`, in order
+    # Relative imports among the file's top-level statements, as "LEVEL:module" ("3:activations"
+    # for `from ...activations import X`): a module the project lacks makes the file
+    # unimportable (see detective.lint.importable).
+    relative_imports: list[str] = field(default_factory=list)
     # What this file tells about the whole project ("target:compile": it uses torch.compile;
     # "optional-key:mask": it removes key "mask" or sets it only for some data).
     facts: list[str] = field(default_factory=list)

@@ -1713,3 +1713,68 @@ def test_a_module_whose_compile_override_compiles_only_its_parts_runs_its_forwar
         "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)\n"
         "                self._whole = torch.compile(self, *args, **kwargs)")}
     assert _severities(whole)[("pipe/module.py", 18, "RC001")] == "warning"  # one line further down
+
+
+def test_a_file_whose_relative_import_names_no_module_cannot_be_imported_and_its_findings_are_info():
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/utils.py": "def helper(x):\n    return x\n",
+        "pkg/models/__init__.py": "",
+        "pkg/models/copied.py": """
+            # A verbatim copy of another package's model, for reference only.
+            import torch
+            from ..activations import ACT2FN           # pkg/activations.py does not exist
+
+            class Copied(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]
+        """,
+        "pkg/models/real.py": """
+            import torch
+            from ..utils import helper                 # pkg/utils.py: fine
+            from . import copied                       # a name of the package: not checked
+
+            class Real(torch.nn.Module):
+                def forward(self, x):
+                    mask = x > 0
+                    helper(mask)
+                    return x[mask]
+        """,
+        "pkg/models/guarded.py": """
+            import torch
+            try:
+                from .fast import kernel               # a fallback is expected: not checked
+            except ImportError:
+                kernel = None
+
+            class Guarded(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]
+        """,
+    }
+    found = {(f.path, f.line): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in files.items()})}
+    severity, message = found[("pkg/models/copied.py", 8)]
+    assert severity == "info"
+    assert "this file cannot be imported: `from ..activations import` names no module (pkg/activations.py" in message
+    assert found[("pkg/models/real.py", 10)][0] == "warning"
+    assert found[("pkg/models/guarded.py", 10)][0] == "warning"
+    # The module exists (a package directory): importable, a warning.
+    present = dict(files, **{"pkg/activations/__init__.py": "ACT2FN = {}\n"})
+    assert _severities(present)[("pkg/models/copied.py", 8, "RC005")] == "warning"
+
+
+def test_relative_imports_are_checked_against_the_files_and_the_disk(tmp_path):
+    from detective.lint.importable import unimportable_files
+    from detective.lint.model import FileSummary
+
+    def summary(path, module, imports, facts=()):
+        return FileSummary(path=path, module=module, root="", relative_imports=imports, facts=list(facts))
+
+    files = [summary("a/__init__.py", "a", []), summary("a/b/m.py", "a.b.m", ["2:ops", "1:x"]),
+             summary("a/b/n.py", "a.b.n", ["3:far"])]
+    assert unimportable_files(files, on_disk=lambda p: False) == {
+        "a/b/m.py": "this file cannot be imported: `from ..ops import` names no module (a/ops.py is not in the project)"}
+    assert unimportable_files(files, on_disk=lambda p: p in ("a/ops", "a/b/x")) == {}  # a built .so, a directory
+    built = [*files[:2], summary("setup.py", "setup", [], ["extension:a.ops"])]
+    assert "a/b/m.py" not in unimportable_files(built, on_disk=lambda p: p == "a/b/x")

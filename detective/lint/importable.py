@@ -1,0 +1,70 @@
+"""Files that cannot be imported: a top-level relative import names a module the project
+lacks (``from ...activations import ACT2FN`` in a file copied from another package "for
+reference only"). Python raises ImportError when it imports such a file, so none of its
+code runs; its findings are ``info``, with the import that decides it named.
+
+A relative import resolves against the file's directory, not through ``sys.path``, so the
+answer needs no environment: the module must be a file or a package directory among the
+project's files, or on disk (a file the run excluded still imports, and ``name.*`` counts:
+a built ``.so``, a ``.pyx``), or an extension module the project's ``setup.py`` builds. Only in a
+whole-project run (a few files linted alone do not show what their package holds), and
+only when the directory the import starts from holds project files (a path above the
+linted tree says nothing). Imports under ``try``/``if`` are not recorded (a fallback may
+be expected; see :func:`detective.lint.analyze._relative_imports`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import posixpath
+
+from detective.lint.model import EXTENSION_FACT, FileSummary
+
+
+def unimportable_files(summaries: list[FileSummary], on_disk=None) -> dict[str, str]:
+    """Path -> why it cannot be imported, for files whose relative imports name no module.
+    ``on_disk(path)``: does a module or package ``path`` (no suffix) exist on disk?"""
+    on_disk = on_disk or _on_disk
+    extensions = tuple(f[len(EXTENSION_FACT):] for s in summaries for f in s.facts if f.startswith(EXTENSION_FACT))
+    files = {posixpath.normpath(s.path.replace(os.sep, "/")) for s in summaries}
+    dirs: set[str] = set()
+    for path in files:
+        parent = posixpath.dirname(path)
+        while parent and parent not in dirs:
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    found = {}
+    for summary in summaries:
+        for entry in summary.relative_imports:
+            level, _, module = entry.partition(":")
+            base = posixpath.dirname(posixpath.normpath(summary.path.replace(os.sep, "/")))
+            for _ in range(int(level) - 1):
+                base = posixpath.dirname(base)
+            if base not in dirs:
+                continue  # above the linted tree, or outside what the run sees
+            package = summary.module.split(".") if summary.is_package else summary.module.split(".")[:-1]
+            dotted = ".".join([*package[: len(package) - (int(level) - 1)], module])
+            if any(dotted == e or dotted.startswith(e + ".") or e.endswith("." + dotted) for e in extensions):
+                continue  # built by setup.py
+            missing = _missing(base, module.split("."), files, dirs, on_disk)
+            if missing:
+                found[summary.path] = (f"this file cannot be imported: `from {'.' * int(level)}{module} import` "
+                                       f"names no module ({missing} is not in the project)")
+                break
+    return found
+
+
+def _missing(base: str, parts: list[str], files: set[str], dirs: set[str], on_disk) -> str:
+    """The first component of ``base/a/b`` that is neither a module nor a package, or ""."""
+    where = base
+    for part in parts:
+        where = posixpath.join(where, part)
+        if f"{where}.py" in files or where in dirs or on_disk(where):
+            continue
+        return f"{where}.py"
+    return ""
+
+
+def _on_disk(where: str) -> bool:
+    return os.path.isdir(where) or bool(glob.glob(glob.escape(where) + ".*"))
