@@ -9,6 +9,14 @@ from detective.lint import tensors as T
 from detective.lint.rule import Invalid, Rule, Valid
 
 TORCH_COMPILE = frozenset({"torch.compile"})
+# The Dynamo backends torch ships (torch._dynamo.list_backends(exclude_tags=()), torch 2.9),
+# by whether they compile for XLA; tests/lint/test_precision_classes.py keeps the lists in step.
+XLA_BACKENDS = frozenset({"openxla", "openxla_eval"})
+NON_XLA_BACKENDS = frozenset({
+    "inductor", "cudagraphs", "tvm", "ts", "aot_ts", "onnxrt", "eager", "eager_debug", "eager_noexcept",
+    "pre_dispatch_eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_decomp_partition_crossref",
+    "aot_eager_decomp_partition_with_mode", "aot_eager_default_partitioner",
+})
 
 
 class TorchCompileOnXla(Rule):
@@ -20,9 +28,13 @@ class TorchCompileOnXla(Rule):
     doc = """
     ## What it does
     Flags `torch.compile(...)` calls and `@torch.compile` decorators in XLA code (a module
-    that imports torch_xla, or a function called from one) unless they ask for
-    `backend="openxla"`. In XLA code the model lives on an XLA device, so the default
-    inductor backend is the wrong compiler for it.
+    that imports torch_xla, or a function called from one) that use the default backend or
+    another backend torch ships that does not compile for XLA (`inductor`, `cudagraphs`,
+    `eager`, `aot_eager`, ...). In XLA code the model lives on an XLA device, so the default
+    inductor backend is the wrong compiler for it. Not flagged: `backend="openxla"`, a
+    backend chosen at run time, and a backend torch does not ship: a vendor's plugin
+    registered with `torch._dynamo.register_backend` (tt-xla's `"tt"`) is that vendor's own
+    compiler for its XLA device.
 
     ## Why is this bad?
     torch_xla already traces and compiles lazily; Dynamo on top adds guards, graph
@@ -65,8 +77,27 @@ import torch
 model = torch.compile(torch.nn.Linear(4, 4))   # no torch_xla in this program
 """
         ),
+        Valid(
+            """
+import torch
+import torch_xla
+
+model = torch.nn.Linear(4, 4).to(torch_xla.device())
+model = torch.compile(model, backend="tt")   # a vendor's backend for its XLA device
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla
+
+model = torch.nn.Linear(4, 4).to(torch_xla.device())
+model = torch.compile(model, backend="aot_eager")   # torch's own, not for XLA
+""",
+            line=6,
+        ),
         Invalid(
             """
 import torch
@@ -107,8 +138,8 @@ def step(x):
         backend = P.keyword(node, "backend")
         if backend is not None:
             name = T.literal_string(backend.value)
-            if name is None or name == "openxla":
-                return  # openxla, or a backend chosen at run time
+            if name is None or name not in NON_XLA_BACKENDS:
+                return  # openxla, a backend chosen at run time, or a vendor's registered backend
             subject = f'torch.compile(backend="{name}")'
             said = f"`{subject}`"
         else:

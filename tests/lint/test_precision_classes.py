@@ -1778,3 +1778,14 @@ def test_relative_imports_are_checked_against_the_files_and_the_disk(tmp_path):
     assert unimportable_files(files, on_disk=lambda p: p in ("a/ops", "a/b/x")) == {}  # a built .so, a directory
     built = [*files[:2], summary("setup.py", "setup", [], ["extension:a.ops"])]
     assert "a/b/m.py" not in unimportable_files(built, on_disk=lambda p: p == "a/b/x")
+
+
+def test_rc103_knows_every_backend_torch_ships():
+    import torch._dynamo  # the test may import torch; the linter never does
+
+    from detective.rules.rc103_torch_compile_on_xla import NON_XLA_BACKENDS, XLA_BACKENDS
+
+    shipped = {name for name in torch._dynamo.list_backends(exclude_tags=())
+               if "TESTING" not in name and "minifier" not in name}
+    assert shipped <= NON_XLA_BACKENDS | XLA_BACKENDS
+    assert "inductor" in NON_XLA_BACKENDS and not NON_XLA_BACKENDS & XLA_BACKENDS
