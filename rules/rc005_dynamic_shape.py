@@ -138,8 +138,10 @@ class DynamicShape(Rule):
             if is_torch and len(args) == 1 and not keywords:
                 repeats = args[0].value  # torch.repeat_interleave(repeats)
             if repeats is not None and context.is_tensor(repeats) and "output_size" not in keywords:
-                self.report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
-                            subject="repeat_interleave")
+                # The output lives where the input does: on the CPU when both are made there.
+                source = node.func.value if method else (args[0].value if args else repeats)
+                self._report(node, "`repeat_interleave` with tensor repeats: output length depends on the data",
+                             "repeat_interleave", context.made_on_cpu(source) and context.made_on_cpu(repeats))
 
 
     def _from_parameter(self, node, size, what: str, cost: str, subject: str) -> None:

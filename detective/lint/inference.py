@@ -219,7 +219,7 @@ class TensorInference:
 
     def made_on_cpu(self, node: cst.BaseExpression) -> bool:
         """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,
-        ``torch.tensor(x.size())`` with no ``device=``, a host copy ``x.cpu()``, what is
+        ``torch.tensor(x.size())`` with no ``device=`` or ``device="cpu"``, a host copy ``x.cpu()``, what is
         computed from such tensors alone)? Reading its value syncs no device on XLA (under
         torch.compile it still breaks the graph)."""
         if isinstance(node, cst.Name):
@@ -236,12 +236,18 @@ class TensorInference:
             dotted = self.model.resolve(func) or ""
             if T.is_torch_name(dotted):
                 if dotted.count(".") == 1 and dotted.rsplit(".", 1)[-1] in CPU_FACTORIES:
-                    return not any(a.keyword is not None and a.keyword.value in {"device", "out"}
-                                   for a in node.args)
+                    # no device= (the default), or device="cpu" / torch.device("cpu")
+                    return not any(a.keyword is not None and (a.keyword.value == "out" or (
+                        a.keyword.value == "device" and not T.is_cpu_device(a.value, self.model.resolve)))
+                        for a in node.args)
                 # torch.cumsum(t), F.pad(t, p): the result lives where its tensor inputs live.
                 return self._inputs_on_cpu(node)
             if isinstance(func, cst.Name) and self.model.cpu_following.get(dotted):
                 return self._inputs_on_cpu(node)  # a helper of this file whose return follows them
+            cls = self.model.cls
+            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
+                    and cls is not None and self.model.cpu_following.get(f"{cls.info.qualname}.{func.attr.value}"):
+                return self._inputs_on_cpu(node)  # self._constrain(row): a method of this class, defined above
             if isinstance(func, cst.Attribute) and func.attr.value not in MOVING_METHODS:
                 return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum()
             return False
