@@ -30,6 +30,7 @@ class AccEvent:
     accum: bool  # under an `if` that looks like an accumulation boundary (`% N`, "accum")
     depth: int  # number of enclosing `if`s inside this frame
     scope: str
+    once: bool = False  # under an `if` side that leaves the loop (`mark_step(); break`): runs once
 
 
 @dataclass
@@ -41,6 +42,7 @@ class AccFrame:
     events: list[AccEvent] = field(default_factory=list)
     children: list["AccFrame"] = field(default_factory=list)
     if_stack: list[bool] = field(default_factory=list)
+    exit_stack: list[bool] = field(default_factory=list)  # the `if` side being walked ends the loop
 
     def has(self, kind: str, accum: bool | None = None) -> bool:
         return any(e.kind == kind and (accum is None or e.accum == accum) for e in self.events)
@@ -74,7 +76,7 @@ class Accumulation(Facts):
     def _event(self, kind: str, node: cst.CSTNode) -> None:
         frame = self.stack[-1]
         frame.events.append(AccEvent(kind, node, any(frame.if_stack), len(frame.if_stack),
-                                     self.context.scope.qualname))
+                                     self.context.scope.qualname, any(frame.exit_stack)))
 
     def visit_FunctionDef(self, node) -> None:
         self.stack.append(AccFrame(node=node, is_loop=False))
@@ -95,9 +97,16 @@ class Accumulation(Facts):
 
     def visit_If(self, node: cst.If) -> None:
         self.stack[-1].if_stack.append(_accumulation_test(node.test))
+        self.stack[-1].exit_stack.append(_leaves(node.body))
+
+    def visit_Else(self, node: cst.Else) -> None:
+        exits = self.stack[-1].exit_stack
+        if exits:
+            exits[-1] = _leaves(node.body)
 
     def leave_If(self, node: cst.If) -> None:
         self.stack[-1].if_stack.pop()
+        self.stack[-1].exit_stack.pop()
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -133,6 +142,16 @@ class Accumulation(Facts):
                 return None  # lr schedulers; env.step(action)
             return "step"
         return None
+
+
+def _leaves(body: cst.BaseSuite) -> bool:
+    """Does this block end by leaving the loop (``break``, ``return``, ``raise``)?"""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    if not statements:
+        return False
+    last = statements[-1]
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+    return bool(smalls) and isinstance(smalls[-1], (cst.Break, cst.Return, cst.Raise))
 
 
 def _accumulation_test(test: cst.BaseExpression) -> bool:

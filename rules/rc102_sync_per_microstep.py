@@ -23,7 +23,8 @@ class SyncPerMicrostep(Rule):
     Flags `torch_xla.sync()`, `xm.mark_step()`, `with torch_xla.step()`/`torch_xla.compile()`
     blocks and calls of a function wrapped by `torch_xla.compile(...)` that run once per
     micro-step of a gradient-accumulation loop (every iteration, not only under the
-    accumulation condition) in XLA code.
+    accumulation condition) in XLA code. A sync on a side of an `if` that then leaves the
+    loop (`xm.mark_step(); break`) runs once and is not flagged.
 
     ## Why is this bad?
     Each sync cuts the trace. With accumulation, micro-step 0 of a cycle traces a
@@ -58,6 +59,23 @@ class SyncPerMicrostep(Rule):
         Valid(
             """
 import torch
+import torch_xla.core.xla_model as xm
+
+def train(model, opt, loader, accum, max_steps):
+    for i, x in enumerate(loader):
+        if i >= max_steps:
+            xm.mark_step()     # once, as the loop stops
+            break
+        model(x).sum().backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+            xm.mark_step()
+"""
+        ),
+        Valid(
+            """
+import torch
 import torch_xla
 
 def train(model, opt, cycles):
@@ -83,6 +101,24 @@ def train(model, opt, loader):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+
+def train(model, opt, loader, accum, max_steps):
+    for i, x in enumerate(loader):
+        if i >= max_steps:
+            break
+        else:
+            xm.mark_step()     # the side that stays in the loop: every micro-step
+        model(x).sum().backward()
+        if (i + 1) % accum == 0:
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+""",
+            line=10,
+        ),
         Invalid(
             """
 import torch
@@ -144,7 +180,7 @@ def train(model, opt, loader, accum):
         for child in frame.micro_children():
             events += child.events
         for event in events:
-            if event.kind not in WHAT or event.accum or id(event.node) in self._done:
+            if event.kind not in WHAT or event.accum or event.once or id(event.node) in self._done:
                 continue
             self._done.add(id(event.node))
             call = event.node
