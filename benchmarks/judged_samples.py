@@ -122,3 +122,24 @@ def majority_verdicts(rows: list[dict]) -> dict[tuple, str]:
         wrong = len(verdicts) - right
         out[key] = "right" if right > wrong else "wrong" if wrong > right else verdicts[-1]
     return out
+
+
+HELDOUT_DIR = "heldout_repos"  # under the sample directory: judged findings of repositories never labelled
+
+
+def heldout_repos(directory: Path) -> list[dict]:
+    """Findings of repositories outside the labelled set, each file one judge's verdicts on
+    a draw made at one linter commit (``<name>-judge<k>.csv``). They are read, never
+    re-linted: the figures belong to the commit in the rows."""
+    out = []
+    for path in sorted((directory / HELDOUT_DIR).glob("*.csv")):
+        rows = read_sample(path)
+        if not rows:
+            continue
+        counts = Counter(r["judgement"] for r in rows)
+        judged = counts["right"] + counts["wrong"]
+        out.append({"file": path.name, "repo": rows[0]["repo"], "commit": rows[0]["commit"][:12],
+                    "linter_commit": rows[0]["linter_commit"][:12], "findings": len(rows),
+                    "right": counts["right"], "wrong": counts["wrong"], "unclear": counts["unclear"],
+                    "precision": counts["right"] / judged if judged else None})
+    return out

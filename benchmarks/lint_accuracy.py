@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below, however this is loaded
-from judged_samples import (SAMPLE_GLOB, census, judge_agreement, read_sample, sample_groups,  # noqa: E402
-                            sample_paths, sample_precision)
+from judged_samples import (SAMPLE_GLOB, census, heldout_repos, judge_agreement, read_sample,  # noqa: E402
+                            sample_groups, sample_paths, sample_precision)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
@@ -599,6 +599,15 @@ def main(argv: list[str] | None = None) -> int:
             if a["rate"] is not None:
                 print(f"  judges of the same finding agree on {a['agree']} of {a['pairs']} pairs of verdicts "
                       f"({a['rate']:.3f}); {a['split']} of the {a['rejudged']} findings judged more than once have both verdicts")
+
+        held = results["heldout_repos"] = heldout_repos(SAMPLE_DIR)
+        if held:
+            print("\nrepositories outside the labelled set, judged by reading (read from the files, not re-linted; "
+                  "each at the linter commit it names)")
+            for h in held:
+                print(f"  {h['file']:26} {h['repo']}@{h['commit']} linter {h['linter_commit']}: "
+                      f"{h['right']} right, {h['wrong']} wrong, {h['unclear']} unclear of {h['findings']}"
+                      + (f" = {h['precision']:.3f}" if h["precision"] is not None else ""))
 
         if "repo" in results["settings"] and sample_rows:
             repo_outcomes = score(usable, snaps, all_findings["repo"])["outcomes"]

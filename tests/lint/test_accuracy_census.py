@@ -88,3 +88,18 @@ def test_judges_agreement_counts_pairs_and_the_majority_breaks_ties_by_the_newes
     c = module.census(findings, rows)
     assert c["majority"] == {"wrong": 2, "right": 1}
     assert abs(c["precision_majority"] - 1 / 3) < 1e-9
+
+
+def test_heldout_repositories_are_read_per_judge_file(tmp_path):
+    _module()
+    import judged_samples
+
+    (tmp_path / "heldout_repos").mkdir()
+    header = "repo,commit,path,line,code,line_sha256,linter_commit,seed,judgement,error_class,note\n"
+    (tmp_path / "heldout_repos" / "x-judge1.csv").write_text(
+        header + "o/x,abcdef0123456789,a.py,3,RC001,h,0123456789abcdef,-,right,,\n"
+        + "o/x,abcdef0123456789,b.py,4,RC005,h,0123456789abcdef,-,wrong,dead-code,never imported\n")
+    (tmp_path / "heldout_repos" / "y-judge1.csv").write_text(header)  # nothing judged: left out
+    (h,) = judged_samples.heldout_repos(tmp_path)
+    assert (h["repo"], h["commit"], h["linter_commit"]) == ("o/x", "abcdef012345", "0123456789ab")
+    assert (h["right"], h["wrong"], h["findings"], h["precision"]) == (1, 1, 2, 0.5)
