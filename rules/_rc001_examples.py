@@ -121,43 +121,30 @@ class Sampler(torch.nn.Module):
 """,
     ),
 ]
+
+# A method of the class whose return follows its argument keeps a host copy on the host.
+HOST_METHOD_RESULT = """
+import torch
+
+
+class Sampler(torch.nn.Module):
+    @staticmethod
+    def _scale(row, t):
+        return row / t
+
+    def forward(self, logits, temps):
+        host = logits.cpu().to(torch.float32)
+        row = self._scale(host[0].clone(), 2.0)    # a method of this class whose return follows its input
+        total = torch.softmax(row, dim=-1).sum()
+        a = float(total.item())                     # info: computed on the host copy
+        dev = self._scale(logits[0], 2.0)
+        b = dev.sum().item()                        # a warning: on the device
+        return a, b
+"""
+
 INVALID = [
-    Invalid("""
-import torch
-
-
-class Sampler(torch.nn.Module):
-    @staticmethod
-    def _scale(row, t):
-        return row / t
-
-    def forward(self, logits, temps):
-        host = logits.cpu().to(torch.float32)
-        row = self._scale(host[0].clone(), 2.0)    # a method of this class whose return follows its input
-        total = torch.softmax(row, dim=-1).sum()
-        a = float(total.item())                     # info: computed on the host copy
-        dev = self._scale(logits[0], 2.0)
-        b = dev.sum().item()                        # a warning: on the device
-        return a, b
-""", line=14, severity="info"),
-    Invalid("""
-import torch
-
-
-class Sampler(torch.nn.Module):
-    @staticmethod
-    def _scale(row, t):
-        return row / t
-
-    def forward(self, logits, temps):
-        host = logits.cpu().to(torch.float32)
-        row = self._scale(host[0].clone(), 2.0)    # a method of this class whose return follows its input
-        total = torch.softmax(row, dim=-1).sum()
-        a = float(total.item())                     # info: computed on the host copy
-        dev = self._scale(logits[0], 2.0)
-        b = dev.sum().item()                        # a warning: on the device
-        return a, b
-""", line=16),
+    Invalid(HOST_METHOD_RESULT, line=14, severity="info"),
+    Invalid(HOST_METHOD_RESULT, line=16),
     Invalid(
         """
 import torch

@@ -80,36 +80,23 @@ class Router(torch.nn.Module):
     Valid(CAPACITY_HELPERS.replace(
         "max(torch.max(logits.sum(0)), torch.tensor(4, device=logits.device))", "self.capacity")),
 ]
+
+# Repeats per request counted on the host: a CPU tensor, uploaded afterwards (info), next to
+# the same op on device tensors (a warning).
+CPU_REPEATS = """
+import torch
+
+class Sampler(torch.nn.Module):
+    def forward(self, logits, counts, lengths):
+        num = torch.tensor(counts, device="cpu")
+        rows = torch.arange(len(counts), device=torch.device("cpu")).repeat_interleave(num)
+        picked = logits[rows.to(logits.device)]
+        return picked, logits.repeat_interleave(lengths, dim=0)
+"""
+
 INVALID = [
-    # Repeats per request counted on the host: a CPU tensor, uploaded afterwards (info), next
-    # to the same op on device tensors (a warning).
-    Invalid(
-        """
-import torch
-
-class Sampler(torch.nn.Module):
-    def forward(self, logits, counts, lengths):
-        num = torch.tensor(counts, device="cpu")
-        rows = torch.arange(len(counts), device=torch.device("cpu")).repeat_interleave(num)
-        picked = logits[rows.to(logits.device)]
-        return picked, logits.repeat_interleave(lengths, dim=0)
-""",
-        line=7,
-        severity="info",
-    ),
-    Invalid(
-        """
-import torch
-
-class Sampler(torch.nn.Module):
-    def forward(self, logits, counts, lengths):
-        num = torch.tensor(counts, device="cpu")
-        rows = torch.arange(len(counts), device=torch.device("cpu")).repeat_interleave(num)
-        picked = logits[rows.to(logits.device)]
-        return picked, logits.repeat_interleave(lengths, dim=0)
-""",
-        line=9,
-    ),
+    Invalid(CPU_REPEATS, line=7, severity="info"),
+    Invalid(CPU_REPEATS, line=9),
     Invalid(CAPACITY_HELPERS, line=7),  # topk(k) where k is handed a count read from the data
     Invalid(CAPACITY_HELPERS, line=10),
     Invalid(
