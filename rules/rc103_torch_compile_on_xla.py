@@ -32,7 +32,8 @@ class TorchCompileOnXla(Rule):
     another backend torch ships that does not compile for XLA (`inductor`, `cudagraphs`,
     `eager`, `aot_eager`, ...). In XLA code the model lives on an XLA device, so the default
     inductor backend is the wrong compiler for it. Not flagged: `backend="openxla"`, a
-    backend chosen at run time, and a backend torch does not ship: a vendor's plugin
+    backend chosen at run time (a name, or keyword arguments passed on with `**`), and a
+    backend torch does not ship: a vendor's plugin
     registered with `torch._dynamo.register_backend` (tt-xla's `"tt"`) is that vendor's own
     compiler for its XLA device.
 
@@ -86,6 +87,15 @@ model = torch.nn.Linear(4, 4).to(torch_xla.device())
 model = torch.compile(model, backend="tt")   # a vendor's backend for its XLA device
 """
         ),
+        Valid(
+            """
+import torch
+import torch_xla
+
+def prepare(model, plugin):
+    return torch.compile(model, **plugin.to_kwargs())   # the backend comes from the user's config
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -136,6 +146,8 @@ def step(x):
         if self.context.resolve(node.func) not in TORCH_COMPILE:
             return
         backend = P.keyword(node, "backend")
+        if backend is None and any(a.star == "**" for a in node.args):
+            return  # torch.compile(model, **plugin.to_kwargs()): the backend is chosen at run time
         if backend is not None:
             name = T.literal_string(backend.value)
             if name is None or name not in NON_XLA_BACKENDS:

@@ -90,6 +90,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           module_imports=sorted(set(model.module_imports)),
                           star_imports=list(dict.fromkeys(model.star_imports)),
                           relative_imports=_relative_imports(tree),
+                          xla_optional=model.imports_xla and not _imports_xla_at_top(tree),
                           facts=sorted(set(model.project_facts)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
@@ -198,6 +199,21 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary
+
+
+def _imports_xla_at_top(tree: cst.Module) -> bool:
+    """Does a top-level statement (not under ``if``/``try``, not in a function) import torch_xla?"""
+    for statement in tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import) and any(
+                    dotted_name(a.name).split(".", 1)[0] == "torch_xla" for a in small.names):
+                return True
+            if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None \
+                    and dotted_name(small.module).split(".", 1)[0] == "torch_xla":
+                return True
+    return False
 
 
 def _relative_imports(tree: cst.Module) -> list[str]:

@@ -13,7 +13,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
-from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA
+from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA, USES_XLA
 from detective.lint.walker import walk
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
@@ -290,6 +290,8 @@ class Bindings:
                 self.scope.tags.append(COMPILES_SELF)
             if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
                 self.scope.tags.append(DRIVES_XLA)
+            if dotted and (dotted == "torch_xla" or dotted.startswith("torch_xla.")) and USES_XLA not in self.scope.tags:
+                self.scope.tags.append(USES_XLA)
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
                 and isinstance(func.value, cst.Name) and func.value.value in self.function.locals:
             # uniques.append(p.cpu().unique_consecutive()): a list of host copies (while every

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
-from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, FileSummary
+from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, USES_XLA, FileSummary
 from detective.lint.signatures import accepts
 from detective.lint.tensor_methods import TENSOR_METHODS
 
@@ -351,15 +351,24 @@ class Project(ClassHierarchy):
     # ------------------------------------------------------------------ XLA code
     def is_xla_code(self, path: str, qualname: str) -> bool:
         """Policy rules' scope: the file imports torch_xla, or this scope is run (through
-        calls) by a scope of such a file. Importing a module does not make it XLA code:
+        calls) by a scope of such a file. Where every torch_xla import of a file is optional
+        (under ``if``/``try`` or in a function: a library with XLA among its backends), only
+        its scopes that call torch_xla start XLA code. Importing a module does not make it XLA code:
         a library imported by an XLA script (or a test reached by a same-named guess) has
         only the scopes the XLA code calls checked."""
         if self._xla_called is None:
             graph, _ = self.graph()
-            starts = [n for n in graph if n[0] in self.files and self.files[n[0]].imports_xla]
+            starts = [n for n in graph if n[0] in self.files and self.files[n[0]].imports_xla and (
+                not self.files[n[0]].xla_optional or _tagged(self.files[n[0]], n[1], USES_XLA))]
             self._xla_called = set(starts) | graph.descendants(starts)
         summary = self.files.get(path)
-        return (summary is not None and summary.imports_xla) or (path, qualname) in self._xla_called
+        return (summary is not None and summary.imports_xla and not summary.xla_optional) \
+            or (path, qualname) in self._xla_called
+
+
+def _tagged(summary: FileSummary, qualname: str, tag: str) -> bool:
+    scope = summary.scopes.get(qualname)
+    return scope is not None and tag in scope.tags
 
 
 def _error_only(node: Node, callers: dict, dead_callers: dict, memo: dict | None = None) -> bool:

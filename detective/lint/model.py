@@ -41,6 +41,9 @@ COMPILES = "compiles"
 # Scope tag: the method compiles its own module (super().compile(...), torch.compile(self)):
 # a class whose ``compile`` override lacks it compiles only its parts (lint/entrances.py).
 COMPILES_SELF = "compiles-self"
+# Scope tag: the function calls a torch_xla API (xm.xla_device(), torch_xla.sync()): in a file
+# that imports torch_xla only optionally, such scopes start the XLA code (lint/bindings.py).
+USES_XLA = "uses-xla"
 # Scope tag: the function drives an XLA program: syncs a step, feeds the device loader,
 # spawns, compiles (api_names.XLA_PROGRAM_CALLS; lint/bindings.py, read by lint/programs.py).
 DRIVES_XLA = "drives-xla"
@@ -171,6 +174,10 @@ class FileSummary:
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all
     error: str | None = None
     imports_xla: bool = False  # imports torch_xla (anywhere in the file)
+    # Every torch_xla import sits under an `if`/`try` or in a function: the file supports
+    # XLA among other backends (accelerate, transformers), so only its scopes that use
+    # torch_xla (the `uses-xla` tag) and what they call are XLA code (Project.is_xla_code).
+    xla_optional: bool = False
     module_imports: list[str] = field(default_factory=list)  # every imported dotted name
     star_imports: list[str] = field(default_factory=list)  # modules of `from m import *`, in order
     # Relative imports among the file's top-level statements, as "LEVEL:module" ("3:activations"

@@ -50,6 +50,33 @@ def test_function_called_from_xla_code_is_xla_code_a_merely_imported_one_is_not(
     assert finding.region == "XLA code"
 
 
+def test_a_file_that_imports_torch_xla_only_optionally_is_xla_code_where_it_uses_it():
+    # A library with XLA among its backends (accelerate, transformers): the import sits under
+    # an availability test, so only scopes that call torch_xla, and what they call, are XLA code.
+    library = textwrap.dedent("""
+        import torch
+
+        if torch.cuda.is_available() is False:
+            import torch_xla.core.xla_model as xm
+
+        def build(model):
+            return torch.optim.AdamW(model.parameters())
+
+        def compile_on_gpu(model):
+            return torch.compile(model)                # not reached from XLA code
+
+        def prepare_tpu(model):
+            model = model.to(xm.xla_device())
+            return build(model), torch.compile(model)  # both reached from a scope using torch_xla
+    """)
+    found = where(lint({"lib.py": library}))
+    assert ("lib.py", 8, "RC104") in found and ("lib.py", 15, "RC103") in found
+    assert ("lib.py", 11, "RC103") not in found
+    # The same import at the top of the file: the whole file is XLA code.
+    top = library.replace("if torch.cuda.is_available() is False:\n    import", "import")
+    assert ("lib.py", 10, "RC103") in where(lint({"lib.py": top}))  # a line up: no `if`
+
+
 def test_a_test_module_reached_only_by_a_same_named_method_guess_keeps_its_own_scopes_out():
     # A library imported by an XLA script calls `self.thing.state_dict()` (type unknown):
     # the call graph may guess any project method of that name, a unit test's included.
