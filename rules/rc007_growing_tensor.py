@@ -6,6 +6,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.lint.semantic import dotted_name
 from detective.rules.rc001_host_sync import HOST_READ_METHODS
 from detective.rules.rc006_python_accumulator import _is_loader
 
@@ -233,8 +234,4 @@ def collect(model, loader):
 
 
 def _text(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_text(node.value)}.{node.attr.value}"
-    return "the tensor"
+    return dotted_name(node) or "the tensor"
