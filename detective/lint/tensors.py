@@ -38,6 +38,9 @@ NON_TENSOR_METHODS = frozenset(
         "storage_offset", "get_device", "equal", "allclose", "is_nonzero", "backward",
         "register_hook", "untyped_storage", "is_pinned", "is_shared", "has_names", "type",
         "__len__", "keys", "values", "items", "get",
+        # list/dict/ndarray methods torch.Tensor lacks: `mems.copy()` is no tensor, whatever
+        # `mems` was taken for (x-transformers' `mems = mems.copy() if ... else [None] * n`)
+        "copy", "index", "count",
     }
 )
 NON_TENSOR_ATTRIBUTES = frozenset(

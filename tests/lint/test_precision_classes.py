@@ -1789,3 +1789,20 @@ def test_rc103_knows_every_backend_torch_ships():
                if "TESTING" not in name and "minifier" not in name}
     assert shipped <= NON_XLA_BACKENDS | XLA_BACKENDS
     assert "inductor" in NON_XLA_BACKENDS and not NON_XLA_BACKENDS & XLA_BACKENDS
+
+
+def test_a_copy_of_an_argument_is_no_tensor_torch_tensor_has_no_copy_method():
+    found = lint({
+        "layers.py": """
+            import torch
+
+            class Layers(torch.nn.Module):
+                def forward(self, x, mems=None):
+                    mems = mems.copy() if mems is not None else [None] * 4   # a list either way
+                    layer_mem = mems.pop(0) if mems else None
+                    if x.sum() > 0:                                          # a tensor: reported
+                        x = x * 2
+                    return x, layer_mem
+        """,
+    })
+    assert found == [("layers.py", 8, "RC002", "warning")]
