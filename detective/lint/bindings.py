@@ -35,8 +35,8 @@ def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
             and isinstance(func.value.func, cst.Name) and func.value.func.value == "super":
         return True
     first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
-    while isinstance(first, cst.Attribute):  # torch.compile(self.forward)
-        first = first.value
+    if isinstance(first, cst.Attribute) and first.attr.value == "forward":
+        first = first.value  # torch.compile(self.forward); not self.trainable_module, a part
     return (dotted in COMPILING_CALLS or dotted == "torch.nn.Module.compile") \
         and isinstance(first, cst.Name) and first.value == "self"
 

@@ -1707,6 +1707,13 @@ def test_a_module_whose_compile_override_compiles_only_its_parts_runs_its_forwar
     # On XLA the lazy tensor traces the forward whatever compile() does.
     on_xla = dict(PIPELINE, **{"pipe/xla.py": "import torch_xla\n"})
     assert _severities(on_xla)[("pipe/module.py", 17, "RC001")] == "warning"
+    # The parts compiled through attributes (timm's tasks: torch.compile(self.trainable_module))
+    # are still parts: the forward stays eager.
+    parts = {"pipe/module.py": PIPELINE["pipe/module.py"].replace(
+        "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)",
+        "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)\n"
+        "                self.trainable = torch.compile(self.trainable, *args, **kwargs)")}
+    assert _severities(parts)[("pipe/module.py", 18, "RC001")] == "info"  # a line further down
     # torch.compile(self) in the override: the module is compiled whole.
     whole = {"pipe/module.py": PIPELINE["pipe/module.py"].replace(
         "self.forward_funcs[idx] = torch.compile(layer, *args, **kwargs)",
