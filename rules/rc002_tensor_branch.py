@@ -189,8 +189,37 @@ class ScaledSoftmax(torch.autograd.Function):
         return x * scale if scaled else x
 """,
         ),
+        Valid(
+            """
+import torch
+
+class DistAdam(torch.optim.Optimizer):
+    @torch.compile
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            wd = group["weight_decay"]   # a Python number the constructor was given
+            for param in group["params"]:
+                if wd != 0:
+                    param.mul_(1 - wd)
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+
+class Clip(torch.optim.Optimizer):
+    @torch.compile
+    def step(self):
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param > 0:   # the group's parameters are tensors
+                    param.mul_(0.5)
+""",
+            line=9,
+        ),
         Invalid(
             """
 import torch

@@ -43,7 +43,7 @@ def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
 
 class Bindings:
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
-                    host=False, data=False, compare=False, container=False) -> None:
+                    host=False, data=False, compare=False, container=False, param_group=False) -> None:
         frame = self.function
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -60,7 +60,8 @@ class Bindings:
         frame.annotations.pop(name, None)
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
-                            (compare, frame.compare_names), (container, frame.container_names)):
+                            (compare, frame.compare_names), (container, frame.container_names),
+                            (param_group, frame.param_group_names)):
             (names.add if flag else names.discard)(name)
 
     def bind_params_from_call_sites(self, outer: cst.FunctionDef, node: cst.FunctionDef, frame) -> None:
@@ -242,6 +243,10 @@ class Bindings:
         called = self.resolve(it.func) if isinstance(it, cst.Call) else None
         if method in {"items", "keys"} or method.startswith("named_") or called == "range":
             self.bind_target(target)  # keys, names and indices: not input data
+        elif isinstance(it, cst.Attribute) and it.attr.value == "param_groups":
+            # An optimizer's groups: group["params"] holds tensors, the rest are the
+            # hyperparameters the constructor was given (Python numbers, not data).
+            self.bind_target(target, param_group=True)
         elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
             self.bind_target(target.elements[0].value)
             self._bind_items(target.elements[1].value, it.args[0].value if it.args else None)

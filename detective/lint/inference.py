@@ -120,6 +120,9 @@ class TensorInference:
                 return True
             if isinstance(value, cst.Name) and value.value in model.function.container_names:
                 return True  # out["loss"] of a model's output, or a dict filled with tensors
+            if isinstance(value, cst.Name) and value.value in model.function.param_group_names:
+                return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                    and T.literal_string(node.slice[0].slice.value) == "params"
             # batch["input_ids"], batch["net_input"]["mask"]: an element of a mapping that
             # came in as data (a string field compared with a string is no tensor: see
             # _comparison_on_tensor).

@@ -38,6 +38,7 @@ class FunctionFrame:
     data_names: set[str] = field(default_factory=set)  # parameters and loop targets
     compare_names: set[str] = field(default_factory=set)  # chosen = top == i: a mask if indexed
     container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
+    param_group_names: set[str] = field(default_factory=set)  # for group in opt.param_groups
     assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
     locals: set[str] = field(default_factory=set)  # every name assigned here (loss_fn = nn.NLLLoss())
     cpu_names: set[str] = field(default_factory=set)  # tensors already copied to the host (x.cpu())
