@@ -120,6 +120,20 @@ def pad_rows(rows, width, pad_id):
     return out
 """
         ),
+        Valid(
+            """
+import torch
+import torch_xla
+
+def denoise(unet, controlnet, latents, timesteps):
+    for t in timesteps:
+        down, mid = controlnet(latents, t)   # both made afresh this iteration
+        mid = torch.cat([torch.zeros_like(mid), mid])
+        latents = unet(latents, t, mid)
+        torch_xla.sync()
+    return latents
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -197,12 +211,12 @@ def collect(model, loader):
         bound = self._loops[-1][4]
         if not isinstance(value, cst.Call) or self.context.resolve(value.func) not in GROWING_CALLS \
                 or not value.args or value.args[0].keyword is not None:
-            bound.add(_text(target))
+            bound.update(_bound_names(target))
             return
         parts = value.args[0].value
         if not isinstance(parts, (cst.List, cst.Tuple)) or not any(
                 isinstance(e, cst.Element) and e.value.deep_equals(target) for e in parts.elements):
-            bound.add(_text(target))
+            bound.update(_bound_names(target))
             return
         if _text(target) in bound:
             return  # made afresh earlier in this iteration (`x = f(row); x = cat([pad, x])`): no growth
@@ -231,6 +245,15 @@ def collect(model, loader):
                         at_index=index if steps else None)
 
     leave_While = leave_For
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    """``down, mid = controlnet(x)`` binds both names afresh."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bound_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return [_text(target)]
 
 
 def _text(node: cst.BaseExpression) -> str:
