@@ -4,15 +4,18 @@ A key is optional somewhere in the project when a file removes it (``del m["k"]`
 ``m.pop("k")``) or sets it only under a condition on data (``if len(alignments) > 0:
 batch["alignments"] = ...``). None of these is evidence:
 
-- a condition that reads only ``self``/``cls`` attributes: configuration, fixed for the run
-  (``if self.corpus_key is not None:``);
+- a condition that reads only attributes of ``self``/``cls``, a ``config``/``cfg`` object or
+  parsed ``args``: configuration, fixed for the run (``if self.corpus_key is not None:``,
+  ``if not config.normalize_before:``);
 - a test of the key itself on a plain name (``if "k" in kwargs:``, ``"k" in m.keys()``,
   ``m.get("k") is not None``), or a ``None`` test of a name the written value is made from
   (``if f0 is not None: batch["f0"] = f0.to(device)``): the write passes on what the caller had;
 - a write whose value reads the same key of the same mapping (``m["k"] = f(m["k"])``): the
   key was there already;
 - a ``del m["k"]`` that a later statement of the same block sets again (``m["k"] = new``):
-  a replacement.
+  a replacement;
+- a ``.pop("k")`` from keyword arguments (``kwargs``, ``cross_attention_kwargs``): an option
+  consumed before the rest is passed on.
 
 Each optional key becomes the project fact ``optional-key:<k>`` (see
 :mod:`detective.lint.project_facts`).
@@ -31,7 +34,9 @@ from detective.lint.project_facts import KEY_SET, OPTIONAL_KEY
 from detective.lint.rule import Facts
 from detective.lint.walker import syntax_children
 
-_CONFIG_ROOTS = frozenset({"self", "cls", "True", "False", "None"})
+# Roots whose attributes are configuration, fixed for the run: the object's own settings,
+# a config object or parsed command-line arguments.
+_CONFIG_ROOTS = frozenset({"self", "cls", "True", "False", "None", "config", "cfg", "args", "hparams", "opt"})
 
 
 class OptionalKeys(Facts):
@@ -107,7 +112,7 @@ class OptionalKeys(Facts):
                 if arg.keyword is not None:
                     self._add(KEY_SET + arg.keyword.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "pop" and node.args \
-                and node.args[0].keyword is None:
+                and node.args[0].keyword is None and not _keyword_mapping(func.value):
             key = T.literal_string(node.args[0].value)
             if key is not None:
                 self._note(key)
@@ -119,6 +124,14 @@ class OptionalKeys(Facts):
         if fact not in self._seen:
             self._seen.add(fact)
             self._found.append(fact)
+
+
+def _keyword_mapping(node: cst.BaseExpression) -> bool:
+    """``kwargs``, ``cross_attention_kwargs``, ``self.model_kwargs``: keyword arguments. Popping
+    one consumes an option before the rest is passed on; which options a call passes is
+    fixed by its code, so the pop says nothing about batches that differ."""
+    name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+    return name.endswith("kwargs")
 
 
 def _literal_key(node: cst.BaseExpression) -> str | None:

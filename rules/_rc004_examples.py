@@ -219,4 +219,56 @@ class Encoder(torch.nn.Module):
 """,
         line=8,
     ),
+    Invalid(
+        """
+import torch
+
+class Down(torch.nn.Module):
+    def forward(self, x, **kwargs):
+        if kwargs.get("scale") is not None:   # each call site passes the same keywords
+            print("scale is deprecated")
+        return x
+
+class Block(torch.nn.Module):
+    def forward(self, x, cross_attention_kwargs=None):
+        cross_attention_kwargs = dict(cross_attention_kwargs or {})
+        scale = cross_attention_kwargs.pop("scale", 1.0)   # an option consumed: no optional key
+        return self.down(x) * scale
+""",
+        line=6,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def strip(batch):
+    batch.pop("scale", None)          # a batch that loses the key: now it is optional
+
+class Down(torch.nn.Module):
+    def forward(self, x, **kwargs):
+        if kwargs.get("scale") is not None:
+            x = x * kwargs["scale"]
+        return x
+""",
+        line=9,
+    ),
+    Invalid(
+        """
+import torch
+
+def convert(state, config):
+    if not config.normalize_before:    # a setting of the run, not data: no optional key
+        state["scale"] = torch.ones(4)
+    return state
+
+class Down(torch.nn.Module):
+    def forward(self, x, **kwargs):
+        if kwargs.get("scale") is not None:
+            x = x * kwargs["scale"]
+        return x
+""",
+        line=11,
+        severity="info",
+    ),
 ]
