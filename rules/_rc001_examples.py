@@ -142,6 +142,24 @@ class Sampler(torch.nn.Module):
         return a, b
 """
 
+EXPORT_EMBED = """
+import torch
+
+def build(model):
+    return torch.compile(model)
+
+class TiledEmbedding(torch.nn.Module):
+    def forward(self, x, aspect_ratio):
+        torch._check(x.size(1) <= self.max_tiles)
+        return self._embed(x, aspect_ratio)
+
+    def _embed(self, x, aspect_ratio):
+        for h, w in aspect_ratio:
+            n = h.item() * w.item()
+            x = x + self.embedding[:n]
+        return x
+"""
+
 INVALID = [
     Invalid(HOST_METHOD_RESULT, line=14, severity="info"),
     Invalid(HOST_METHOD_RESULT, line=16),
@@ -325,4 +343,11 @@ class Dispatch(torch.nn.Module):
     Invalid(SPLIT_COPIES, line=7),
     # The same copy in code that uses torch_xla runs the pending graph: a warning.
     Invalid("import torch_xla\n" + SPLIT_COPIES, line=7),
+    # torchtune's export-friendly position embedding: the read is guarded with torch._check,
+    # as code written for torch.export is. In a project that compiles but never uses
+    # torch_xla the value stays symbolic there: info. The same class with torch_xla: a warning.
+    Invalid(EXPORT_EMBED, line=14, severity="info"),
+    Invalid("import torch_xla\n" + EXPORT_EMBED, line=15),
+    # Without the torch._check guards it is an ordinary host read.
+    Invalid(EXPORT_EMBED.replace("torch._check(", "print("), line=14),
 ]

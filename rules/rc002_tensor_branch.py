@@ -204,6 +204,27 @@ class DistAdam(torch.optim.Optimizer):
                     param.mul_(1 - wd)
 """
         ),
+        Valid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+
+class Pipeline:
+    def get_timesteps(self, num_inference_steps, strength):
+        start = num_inference_steps - int(num_inference_steps * strength)
+        return self.scheduler.timesteps[start:], num_inference_steps - start   # (steps, an int)
+
+    def __call__(self, latents, num_inference_steps=50, strength=0.8):
+        timesteps, num_inference_steps = self.get_timesteps(num_inference_steps, strength)
+        num_warmup_steps = len(timesteps) - num_inference_steps
+        for i, t in enumerate(timesteps):
+            latents = self.unet(latents, t)
+            if i == len(timesteps) - 1 or (i + 1) > num_warmup_steps:   # Python ints
+                self.progress.update()
+            xm.mark_step()
+        return latents
+"""
+        ),
     ]
     INVALID = [
         Invalid(

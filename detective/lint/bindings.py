@@ -13,7 +13,8 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
 from detective.lint.inference import MODEL_NAMES, _compares_values
-from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA, USES_XLA
+from detective.lint.export_code import EXPORT_CALLS
+from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
 from detective.lint.walker import walk
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
@@ -169,6 +170,9 @@ class Bindings:
             # return x, pad_length: which positions are tensors ("tensor", or the calls
             # whose results they are, "a|b"; target@i in assumptions).
             items = scope.return_items
+            # Every position is known, tensor or not: `return steps, n - start` says its
+            # second item is no tensor, which no guess about the method may override.
+            items.extend([""] * (len(value.elements) - len(items)))
             for index, element in enumerate(value.elements):
                 infer.assumed.clear()
                 if infer.is_tensor(element.value):
@@ -295,6 +299,8 @@ class Bindings:
                 self.scope.tags.append(COMPILES_SELF)
             if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
                 self.scope.tags.append(DRIVES_XLA)
+            if dotted in EXPORT_CALLS and EXPORT_CHECKS not in self.scope.tags:
+                self.scope.tags.append(EXPORT_CHECKS)
             if dotted and (dotted == "torch_xla" or dotted.startswith("torch_xla.")) and USES_XLA not in self.scope.tags:
                 self.scope.tags.append(USES_XLA)
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \

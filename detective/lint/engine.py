@@ -18,6 +18,7 @@ from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
+from detective.lint.export_code import EXPORT_NOTE, export_checked
 from detective.lint.importable import unimportable_files
 from detective.lint.model import HANDED_DEVICE, ChainLink, FileSummary, Finding, at_least, only_through
 from detective.lint.project_facts import TARGETS, project_facts
@@ -316,6 +317,11 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                     if why is not None:
                         severity = "info"
                         message += f" ({why})"
+                if severity == "warning" and candidate.code == "RC001" and "xla" not in facts.targets:
+                    where = export_checked(summary, candidate.scope)
+                    if where:
+                        severity = "info"
+                        message += f" ({EXPORT_NOTE.format(where=where)})"
             elif rule.applies_to == "xla-code":
                 if not project.is_xla_code(summary.path, candidate.scope):
                     continue

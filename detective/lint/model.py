@@ -44,6 +44,9 @@ COMPILES_SELF = "compiles-self"
 # Scope tag: the function calls a torch_xla API (xm.xla_device(), torch_xla.sync()): in a file
 # that imports torch_xla only optionally, such scopes start the XLA code (lint/bindings.py).
 USES_XLA = "uses-xla"
+# Scope tag: the function guards values with torch._check* or branches with torch.cond, as
+# code written for torch.export does (lint/bindings.py, read by lint/export_code.py).
+EXPORT_CHECKS = "export-checks"
 # Scope tag: the function drives an XLA program: syncs a step, feeds the device loader,
 # spawns, compiles (api_names.XLA_PROGRAM_CALLS; lint/bindings.py, read by lint/programs.py).
 DRIVES_XLA = "drives-xla"
