@@ -16,7 +16,9 @@ class TensorBranch(Rule):
     doc = """
     ## What it does
     Flags `if`, `elif`, `while`, `assert` and conditional expressions whose condition is a
-    tensor (`if mask.any():`, `while err > tol:`, `assert not torch.isnan(loss)`).
+    tensor (`if mask.any():`, `while err > tol:`, `assert not torch.isnan(loss)`). An `assert`
+    costs only on torch_xla: torch.compile turns `assert <tensor>` into `torch._assert_async`,
+    so in a project that only compiles it is `info`.
 
     ## Why is this bad?
     Python needs a real `bool`, so the condition is computed on the device and copied to
@@ -362,6 +364,35 @@ def scaled_softmax(x, scale):
 """,
             line=8,
         ),
+        Invalid(
+            """
+import torch
+
+class KVCache(torch.nn.Module):
+    def forward(self, k):
+        assert (self.pos < self.size).all()   # torch.compile: torch._assert_async, no break
+        self.cache[:, self.pos] = k
+        return self.cache
+
+def build(model):
+    return torch.compile(model)
+""",
+            line=6,
+            severity="info",
+        ),
+        Invalid(
+            """
+import torch
+import torch_xla
+
+class KVCache(torch.nn.Module):
+    def forward(self, k):
+        assert (self.pos < self.size).all()   # the lazy tensor runs the graph to read it
+        self.cache[:, self.pos] = k
+        return self.cache
+""",
+            line=7,
+        ),
     ]
 
     def _check(self, node: cst.CSTNode, test: cst.BaseExpression, what: str) -> None:
@@ -374,8 +405,11 @@ def scaled_softmax(x, scale):
             guards = self.context.guards.short_circuit(test)
             if guards and self.context.reads_tensor_value(test.left):
                 guards = ()
+            # torch.compile rewrites `assert <tensor>` into torch._assert_async (Dynamo's
+            # rewrite_assert_with_torch_assert): no graph break, no host read. XLA still syncs.
             self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=what,
-                        severity="info" if cpu else "warning", guarded_by=guards)
+                        severity="info" if cpu else "warning", guarded_by=guards,
+                        costs_on=("xla",) if what == "assert" else ())
 
     def _on_cpu(self, test: cst.BaseExpression) -> bool:
         """Every tensor the test reads was made on the CPU in this function."""
