@@ -7,15 +7,18 @@ batch["alignments"] = ...``). None of these is evidence:
 - a condition that reads only attributes of ``self``/``cls``, a ``config``/``cfg`` object or
   parsed ``args``: configuration, fixed for the run (``if self.corpus_key is not None:``,
   ``if not config.normalize_before:``);
-- a test of the key itself on a plain name (``if "k" in kwargs:``, ``"k" in m.keys()``,
-  ``m.get("k") is not None``), or a ``None`` test of a name the written value is made from
-  (``if f0 is not None: batch["f0"] = f0.to(device)``): the write passes on what the caller had;
+- a test of the key itself on a plain name or an element of one (``if "k" in kwargs:``,
+  ``"k" in m.keys()``, ``m.get("k") is not None``, a collater's ``"k" in samples[0]``), or
+  a ``None`` test of a name the written value is made from (``if f0 is not None:
+  batch["f0"] = f0.to(device)``): the write passes on what the caller had;
 - a write whose value reads the same key of the same mapping (``m["k"] = f(m["k"])``): the
   key was there already;
 - a ``del m["k"]`` that a later statement of the same block sets again (``m["k"] = new``):
   a replacement;
 - a ``.pop("k")`` from keyword arguments (``kwargs``, ``cross_attention_kwargs``): an option
-  consumed before the rest is passed on.
+  consumed before the rest is passed on;
+- a write into a mapping of results (``logging_output["k"] = ...``, ``outputs[...]``), which
+  RC004 never treats as input either.
 
 Each optional key becomes the project fact ``optional-key:<k>`` (see
 :mod:`detective.lint.project_facts`).
@@ -84,6 +87,8 @@ class OptionalKeys(Facts):
             if key is None:
                 continue
             self._add(KEY_SET + key)
+            if _result_mapping(target.target.value):
+                continue  # logging_output["k"] = ...: a result being filled, not a batch
             if _reads_subscript(node.value, target.target):
                 continue  # m["k"] = f(m["k"]): the key was there already
             read = _names(node.value)
@@ -124,6 +129,13 @@ class OptionalKeys(Facts):
         if fact not in self._seen:
             self._seen.add(fact)
             self._found.append(fact)
+
+
+def _result_mapping(node: cst.BaseExpression) -> bool:
+    """``logging_output``, ``outputs``, ``self.out``: a mapping of results (RC004 never tests
+    these either: see ``data_mapping``)."""
+    name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+    return "out" in name.lower()
 
 
 def _keyword_mapping(node: cst.BaseExpression) -> bool:
@@ -181,15 +193,22 @@ def _passed_on(test: cst.BaseExpression) -> set[str]:
         if isinstance(comparator, cst.Call) and isinstance(comparator.func, cst.Attribute) \
                 and comparator.func.attr.value == "keys" and not comparator.args:
             comparator = comparator.func.value  # "k" in m.keys()
-        if isinstance(target.operator, (cst.In, cst.NotIn)) and isinstance(comparator, cst.Name):
+        if isinstance(target.operator, (cst.In, cst.NotIn)) and _plain_mapping(comparator):
             key = T.literal_string(test.left)
             return {key} if key is not None else set()
         return _passed_on(test.left)
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "get" \
-            and isinstance(test.func.value, cst.Name) and test.args:
+            and _plain_mapping(test.func.value) and test.args:
         key = T.literal_string(test.args[0].value)
         return {key} if key is not None else set()
     return set()
+
+
+def _plain_mapping(node: cst.BaseExpression) -> bool:
+    """``kwargs``, ``samples[0]``, ``batch["net_input"]``: a name or an element of one."""
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 def _reads_data(node: cst.CSTNode, modules) -> bool:

@@ -271,4 +271,42 @@ class Down(torch.nn.Module):
         line=11,
         severity="info",
     ),
+    Invalid(
+        """
+import torch
+
+def collate(samples):
+    res = {"net_input": {"source": torch.stack([s["source"] for s in samples])}}
+    if "target" in samples[0]:        # passes on what the samples had: no optional key
+        res["net_input"]["target"] = torch.stack([s["target"] for s in samples])
+    return res
+
+class Model(torch.nn.Module):
+    def forward(self, net_input):
+        x = net_input["source"]
+        if "target" in net_input:
+            x = x + net_input["target"]
+        return x
+""",
+        line=13,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def log(logging_output, target):
+    if target.numel() > 0:            # a result being filled: not a batch key made optional
+        logging_output["target"] = target.cpu()
+
+class Model(torch.nn.Module):
+    def forward(self, sample):
+        x = sample["source"]
+        if "target" in sample:
+            x = x + sample["target"]
+        return x
+""",
+        line=11,
+        severity="info",
+    ),
 ]
