@@ -54,7 +54,8 @@ class OptionalKeys(Facts):
     def visit_If(self, node: cst.If) -> None:
         on_data = _reads_data(node.test, self.context.model.imports)
         if on_data:
-            self._conditions.append((True, frozenset(_passed_on(node.test)), frozenset(_none_tested(node.test))))
+            self._conditions.append((True, frozenset(_passed_on(node.test, self.context.model.imports)),
+                                     frozenset(_none_tested(node.test))))
         else:
             self._conditions.append((False, frozenset(), frozenset()))
 
@@ -180,13 +181,18 @@ def _none_tested(test: cst.BaseExpression) -> set[str]:
     return set()
 
 
-def _passed_on(test: cst.BaseExpression) -> set[str]:
-    """Keys a condition tests on a plain name: ``"k" in kwargs``, ``"k" in kwargs.keys()``,
-    ``kwargs.get("k") is not None``. Under it, writing ``k`` passes on what the caller had."""
+def _passed_on(test: cst.BaseExpression, modules) -> set[str]:
+    """Keys a condition tests on a plain name or an element of one: ``"k" in kwargs``,
+    ``"k" in kwargs.keys()``, ``samples[0].get("k") is not None``. Under it, writing ``k``
+    passes on what the caller had, unless another part of the condition decides on data
+    (``len(samples) > 1 and "k" in samples[0]``: only some batches get the key)."""
     if isinstance(test, cst.BooleanOperation):
-        return _passed_on(test.left) | _passed_on(test.right)
+        sides = [(side, _passed_on(side, modules)) for side in (test.left, test.right)]
+        if any(not keys and not _none_tested(side) and _reads_data(side, modules) for side, keys in sides):
+            return set()
+        return sides[0][1] | sides[1][1]
     if isinstance(test, cst.UnaryOperation):
-        return _passed_on(test.expression)
+        return _passed_on(test.expression, modules)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         target = test.comparisons[0]
         comparator = target.comparator
@@ -196,7 +202,7 @@ def _passed_on(test: cst.BaseExpression) -> set[str]:
         if isinstance(target.operator, (cst.In, cst.NotIn)) and _plain_mapping(comparator):
             key = T.literal_string(test.left)
             return {key} if key is not None else set()
-        return _passed_on(test.left)
+        return _passed_on(test.left, modules)
     if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "get" \
             and _plain_mapping(test.func.value) and test.args:
         key = T.literal_string(test.args[0].value)
