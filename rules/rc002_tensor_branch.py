@@ -227,6 +227,20 @@ class Pipeline:
         return latents
 """
         ),
+        Valid(
+            """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, x, kv_caches=None):
+        if not kv_caches:                  # a list (or None) filled when empty: its length
+            kv_caches = [None for _ in range(len(self.layers))]
+        major = int(torch.__version__.split(".")[0])   # a version string, not a tensor
+        for layer, cache in zip(self.layers, kv_caches):
+            x = layer(x, cache)
+        return x
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -421,6 +435,8 @@ class KVCache(torch.nn.Module):
         return self.context.made_on_cpu(test)
 
     def visit_If(self, node: cst.If) -> None:
+        if _fills_container(node):
+            return
         self._check(node.test, node.test, "if")
 
     def visit_While(self, node: cst.While) -> None:
@@ -431,3 +447,19 @@ class KVCache(torch.nn.Module):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._check(node.test, node.test, "x if cond else y")
+
+
+def _fills_container(node: cst.If) -> bool:
+    """``if not kv_caches: kv_caches = [None for _ in layers]``: the name is a list or tuple
+    (or None) that the branch fills when empty, so the test asks for its length, not a
+    tensor's value."""
+    test = node.test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+            and isinstance(test.expression, cst.Name)) or node.orelse is not None:
+        return False
+    name = test.expression.value
+    first = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) and node.body.body else None
+    small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+    return isinstance(small, cst.Assign) and len(small.targets) == 1 \
+        and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name \
+        and isinstance(small.value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp))

@@ -102,6 +102,8 @@ def torch_call_returns_tensor(dotted: str) -> bool:
         return False  # predicates, getters and private helpers
     if dotted.startswith(NON_TENSOR_TORCH_PACKAGES) or dotted.startswith("torch_xla."):
         return False
+    if any(part.startswith("__") for part in dotted.split(".")[1:-1]):
+        return False  # torch.__version__.split("."): a method of a module's dunder string
     return dotted.startswith("torch.")
 
 
