@@ -25,6 +25,28 @@ class Dispatch(torch.nn.Module):
 block = torch.compile(Dispatch())
 """
 
+LORA_LAYER = """
+import torch
+
+class LoraLinear(torch.nn.Module):
+    @property
+    def merged(self):
+        return bool(self.merged_adapters)
+
+    def unmerge(self):
+        while self.merged_adapters:
+            name = self.merged_adapters.pop()
+            weight = self.base.weight.data - self.delta(name)
+            self.base.weight.data = weight.to("cpu").to(self.base.weight.device)
+
+    def forward(self, x):
+        if self.disable_adapters:
+            if self.merged:
+                self.unmerge()      # once, on the first call after a merge: not every step
+            return self.base(x)
+        return self.base(x) + self.lora(x)
+"""
+
 VALID = [
     Valid(
         """
@@ -120,6 +142,7 @@ class Sampler(torch.nn.Module):
         return x[:, :4] * idx.max().item()
 """,
     ),
+    Valid(LORA_LAYER),
 ]
 
 # A method of the class whose return follows its argument keeps a host copy on the host.
@@ -350,4 +373,7 @@ class Dispatch(torch.nn.Module):
     Invalid("import torch_xla\n" + EXPORT_EMBED, line=15),
     # Without the torch._check guards it is an ordinary host read.
     Invalid(EXPORT_EMBED.replace("torch._check(", "print("), line=14),
+    # A flag whose branch calls something else runs every step it is true.
+    Invalid(LORA_LAYER.replace("self.unmerge()  ", "self.refresh()  ").replace("def unmerge(self):", "def refresh(self):"),
+            line=13),
 ]

@@ -9,8 +9,9 @@ the step-region logic, which reads the sync index it keeps per block). Marked as
   None, a key test on a mapping whose key an earlier statement of the block reads on XLA),
   and the right side of ``and``/``or`` that short-circuits on XLA;
 - the body of one-time lazy set-up (``if not self._initialized:``; also counted as
-  ``once``: it runs, but once), and of a cache fill (``if L not in self.ops: ...
-  self.ops[L] = build(L)``: once per key, such as each new sequence length);
+  ``once``: it runs, but once), of a cache fill (``if L not in self.ops: ...
+  self.ops[L] = build(L)``: once per key, such as each new sequence length), and of a state
+  undone by its own method (``if self.merged: self.unmerge()``);
 - error paths: blocks ending in ``raise``, assert messages, the exception raised,
   arguments of error logs and ``warnings.warn``; the rest of a block after an XLA early
   ``return``.
@@ -112,8 +113,8 @@ class NeverTraced:
             self.dead.add(id(node.body))
             if lazy_init_test(node.test):
                 self.once.add(id(node.body))
-        elif sense == 0 and cache_fill(node):
-            self.dead.add(id(node.body))  # a cache miss: once per key, set-up like lazy init
+        elif sense == 0 and (cache_fill(node) or undoes_state(node)):
+            self.dead.add(id(node.body))  # a cache miss, an unmerge: once, set-up like lazy init
             self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
@@ -274,6 +275,23 @@ def cache_fill(node: cst.If) -> bool:
                         and _plain(t.target.slice[0].slice.value) == key for t in small.targets):
                     return True
     return False
+
+
+def undoes_state(node: cst.If) -> bool:
+    """``if self.merged: self.unmerge()``: the branch calls the method that undoes the state
+    its flag reports, so it runs on the first call after the state was entered, not every
+    step (PEFT's adapter layers, when adapters are disabled after a merge)."""
+    test, body = node.test, block_statements(node.body)
+    if node.orelse is not None or len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) \
+            or len(body[0].body) != 1 or not isinstance(body[0].body[0], cst.Expr):
+        return False
+    call = body[0].body[0].value
+    flag, method = _plain(test), _plain(call.func) if isinstance(call, cst.Call) else None
+    if flag is None or method is None or not flag.startswith("self.") or not method.startswith("self."):
+        return False
+    flag, method = flag[len("self."):], method[len("self."):]
+    return "." not in flag and "." not in method and method.startswith("un") and len(method) > 4 \
+        and flag.lstrip("_").startswith(method[2:].lstrip("_"))
 
 
 def _plain(expr: cst.BaseExpression) -> str | None:
