@@ -276,4 +276,32 @@ class Merge(torch.nn.Module):
 """,
         line=8,
     ),
+    # A cast keeps a CPU tensor on the CPU (peft's CPT epsilon from a config list): info;
+    # the same tensor moved to the input's device is a device tensor.
+    Invalid(
+        """
+import torch
+
+class Emb(torch.nn.Module):
+    def forward(self, x):
+        mask = torch.Tensor(self.config.mask).long()
+        eps = torch.ones_like(torch.Tensor(self.config.mask)).to(torch.float32) * 1e-10
+        eps[mask > 0] = 0.5
+        return x * eps.to(x.device).sum()
+""",
+        line=8,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Emb(torch.nn.Module):
+    def forward(self, x):
+        eps = torch.ones(4).to(x.device)
+        eps[eps > 0] = 0.5
+        return x * eps.sum()
+""",
+        line=7,
+    ),
 ]

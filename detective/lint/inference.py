@@ -251,8 +251,9 @@ class TensorInference:
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
                     and cls is not None and self.model.cpu_following.get(f"{cls.info.qualname}.{func.attr.value}"):
                 return self._inputs_on_cpu(node)  # self._constrain(row): a method of this class, defined above
-            if isinstance(func, cst.Attribute) and func.attr.value not in MOVING_METHODS:
-                return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum()
+            if isinstance(func, cst.Attribute) and (func.attr.value not in MOVING_METHODS or (
+                    func.attr.value == "to" and self._casts_only(node))):
+                return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum(), .to(torch.float32)
             return False
         if isinstance(node, (cst.List, cst.Tuple)):
             return bool(node.elements) and all(self.made_on_cpu(e.value) for e in node.elements)
@@ -271,6 +272,15 @@ class TensorInference:
             del self.assumed[mark:]  # a question, not evidence a finding stands on
             return others
         return False
+
+    def _casts_only(self, node: cst.Call) -> bool:
+        """``x.to(torch.float32)``, ``x.to(dtype=d)``: a cast that keeps the tensor where it is."""
+        def cast(arg: cst.Arg) -> bool:
+            if arg.keyword is not None:
+                return arg.keyword.value in {"dtype", "copy", "non_blocking", "memory_format"}
+            dotted = self.model.resolve(arg.value) or ""
+            return dotted.startswith("torch.") and dotted.rsplit(".", 1)[-1] in T.DTYPE_NAMES
+        return bool(node.args) and all(cast(a) for a in node.args)
 
     def _inputs_on_cpu(self, node: cst.Call) -> bool:
         """Some argument is a CPU tensor and every other one a CPU tensor or no tensor."""

@@ -94,6 +94,14 @@ def is_torch_name(dotted: str | None) -> bool:
     return bool(dotted) and (dotted == "torch" or dotted.startswith(("torch.", "torch_xla.")))
 
 
+# torch.float32, torch.long...: x.to(<one of these>) casts in place, it moves nothing.
+DTYPE_NAMES = frozenset({
+    "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+    "float8_e4m3fn", "float8_e5m2",
+})
+
+
 def torch_call_returns_tensor(dotted: str) -> bool:
     last = dotted.rsplit(".", 1)[-1]
     if last in NON_TENSOR_TORCH or not last[:1].islower():
