@@ -143,6 +143,26 @@ class Sampler(torch.nn.Module):
 """,
     ),
     Valid(LORA_LAYER),
+    # A dataclass field annotated as a Python int stays one, whatever a loaded state holds.
+    Valid(
+        """
+import torch
+from dataclasses import dataclass
+
+@dataclass
+class Trainer:
+    global_step: int = 0
+
+    def load_state_dict(self, state_dict):
+        self.global_step = state_dict["global_step"]
+
+    def trace_hook(self, module, args, output):
+        print(f"step{self.global_step}")
+
+    def fit(self, model):
+        model.register_forward_hook(self.trace_hook)
+"""
+    ),
 ]
 
 # A method of the class whose return follows its argument keeps a host copy on the host.

@@ -324,6 +324,8 @@ class Bindings:
             self.bind_value([node.target], node.value)
         frame = self.class_stack[-1] if self.class_stack else None
         if frame is not None and frame.depth == len(self.functions) and isinstance(node.target, cst.Name):
+            if isinstance(node.annotation.annotation, cst.Name) and node.annotation.annotation.value in T.PYTHON_SCALARS:
+                frame.plain_attrs.add(node.target.value)  # global_step: int = 0, whatever is loaded into it
             annotated = self._class_ref(node.annotation.annotation)  # token_dispatcher: Dispatcher.Config
             if annotated:
                 frame.info.field_types[node.target.value] = annotated

@@ -110,7 +110,7 @@ class TensorInference:
                 return False
             if isinstance(node.value, cst.Name) and node.value.value == "self":
                 cls = model.cls
-                return cls is not None and attr in cls.tensor_attrs
+                return cls is not None and attr in cls.tensor_attrs and attr not in cls.plain_attrs
             return attr in T.TENSOR_ATTRIBUTES and self.is_tensor(node.value)
         if isinstance(node, cst.Call):
             return self._call_is_tensor(node)

@@ -56,6 +56,7 @@ class ClassFrame:
     depth: int = 0  # len(SemanticModel.functions) when entered: methods are one deeper
     tensor_attrs: set[str] = field(default_factory=set)  # buffers, parameters, tensors
     number_attrs: set[str] = field(default_factory=set)  # initialised to Python numbers
+    plain_attrs: set[str] = field(default_factory=set)  # fields annotated int/float/bool/str
     node: cst.ClassDef | None = None
     _python_valued: frozenset[str] | None = None
 

@@ -94,6 +94,9 @@ def is_torch_name(dotted: str | None) -> bool:
     return bool(dotted) and (dotted == "torch" or dotted.startswith(("torch.", "torch_xla.")))
 
 
+# Annotations of Python scalars (a dataclass field ``global_step: int = 0``).
+PYTHON_SCALARS = frozenset({"int", "float", "bool", "str"})
+
 # torch.float32, torch.long...: x.to(<one of these>) casts in place, it moves nothing.
 DTYPE_NAMES = frozenset({
     "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8", "int16",
