@@ -47,6 +47,33 @@ class LoraLinear(torch.nn.Module):
         return self.base(x) + self.lora(x)
 """
 
+BLOCKWISE = """
+import torch
+from torch import nn
+
+def positions(grid):
+    return grid.tolist()
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x * float(x.sum())
+
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = nn.ModuleDict({str(i): Block() for i in range(n)})
+
+    def forward(self, x, grid):
+        sizes = positions(grid)
+        for layer in self.layers.values():
+            x = layer(x)
+        return x[: sizes[0]]
+
+def apply_compile(model):
+    for _, block in model.layers.named_children():
+        block.compile(fullgraph=True)
+"""
+
 VALID = [
     Valid(
         """
@@ -396,4 +423,9 @@ class Dispatch(torch.nn.Module):
     # A flag whose branch calls something else runs every step it is true.
     Invalid(LORA_LAYER.replace("self.unmerge()  ", "self.refresh()  ").replace("def unmerge(self):", "def refresh(self):"),
             line=13),
+    # torchtitan's and OLMo's block-by-block compile: the model's own forward runs eagerly
+    # around the compiled blocks (info without torch_xla); the blocks stay traced.
+    Invalid(BLOCKWISE, line=6, severity="info"),
+    Invalid(BLOCKWISE, line=10),
+    Invalid("import torch_xla\n" + BLOCKWISE, line=7),
 ]

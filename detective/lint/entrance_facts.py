@@ -1,6 +1,7 @@
 """Per-file facts for :mod:`detective.lint.entrances`, recorded in the shared walk: names
 used as values (entrances the call graph cannot see), constructions moved straight to CUDA,
-and scope tags for compile-disabled functions, disable wrappers and ``cls(...)`` factories.
+scope tags for compile-disabled functions, disable wrappers and ``cls(...)`` factories, and
+blocks compiled one by one (:mod:`detective.lint.compiled_parts`).
 Kept apart from the cross-file decision so that a run answered from the cache never
 imports libcst."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint.compiled_parts import PARTS_FACT
 from detective.lint.entrances import BUILDS_CLS, COMPILE_DISABLED, DISABLES, DISABLES_COMPILE
 
 # Methods that return the module itself: Decoder(p).eval().cuda() is still built for CUDA.
@@ -49,6 +51,7 @@ class EntranceFacts:
         self.plain_keys: set[tuple[str, str]] = set()
         self.moved: set[tuple[str, str]] = set()  # (scope, target): `v = f(...)` then v moved off XLA
         self._pending: list[list] = []  # per open block: the callees whose results it moves
+        self._part_loops: dict[tuple[str, str], str] = {}  # (scope, loop variable) -> container attribute
 
     # ------------------------------------------------------------------ definitions
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -90,7 +93,18 @@ class EntranceFacts:
     # Only names that may be classes are followed (CamelCase or _Private, as PEP 8 names
     # classes): the walk visits every name, and a lowercase class stays a normal root
     # (its constructions are not read as moved to CUDA either).
+    def visit_For(self, node: cst.For) -> None:
+        part = part_loop(node)  # for block in model.layers: compiling block compiles a part
+        if part is not None:
+            self._part_loops[(self.model.scope.qualname, part[0])] = part[1]
+
     def visit_Call(self, node: cst.Call) -> None:
+        compiled = compiled_name(node, self.model.resolve(node.func) if isinstance(
+            node.func, (cst.Name, cst.Attribute)) else None)
+        part = self._part_loops.get((self.model.scope.qualname, compiled)) if compiled else None
+        if part is not None:  # block.compile(**cfg) is nn.Module.compile too
+            self.model.project_facts.append(PARTS_FACT + part)
+            self.model.note_compile("torch.compile")
         func = node.func
         skip = self.skip
         skip.add(id(func))
@@ -263,3 +277,40 @@ def _moved(value, name: str, cpu: bool) -> bool:
 def _to_cpu(call: cst.Call, method: str) -> bool:
     return method == "to" and any(isinstance(a.value, cst.SimpleString) and a.value.evaluated_value == "cpu"
                                   for a in call.args)
+
+
+_CHILD_METHODS = frozenset({"named_children", "children", "values", "items"})
+
+
+def part_loop(node: cst.For) -> tuple[str, str] | None:
+    """(loop variable, container attribute) of ``for [name,] block in m.layers[.named_children()]``."""
+    it, target = node.iter, node.target
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args:
+        it = it.args[0].value
+        target = target.elements[-1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
+    elif isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _CHILD_METHODS \
+            and not it.args:
+        pairs = it.func.attr.value in ("named_children", "items")
+        it = it.func.value
+        if pairs:
+            target = target.elements[-1].value if isinstance(target, cst.Tuple) and len(target.elements) == 2 else None
+    if not isinstance(target, cst.Name):
+        return None
+    chain = []
+    while isinstance(it, cst.Attribute):
+        chain.append(it.attr.value)
+        it = it.value
+    if not isinstance(it, cst.Name) or it.value == "self" or not chain:
+        return None
+    return target.value, chain[-1]
+
+
+def compiled_name(call: cst.Call, dotted: str | None) -> str | None:
+    """The plain name a call compiles: ``block.compile(...)`` or ``torch.compile(block, ...)``."""
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Name):
+        return func.value.value
+    if dotted == "torch.compile" and call.args and call.args[0].keyword is None \
+            and isinstance(call.args[0].value, cst.Name):
+        return call.args[0].value.value
+    return None
