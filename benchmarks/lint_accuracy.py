@@ -49,9 +49,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below, however this is loaded
 from judged_samples import (SAMPLE_GLOB, census, heldout_repos, judge_agreement, read_sample,  # noqa: E402
                             sample_groups, sample_paths, sample_precision)
+from relabelled import agreement, read_relabel, relabel_sites  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
+DEFAULT_RELABEL = HERE / "lint_accuracy" / "relabel.csv"
 SAMPLE_DIR = HERE / "lint_accuracy"
 SETTINGS = ("files", "repo")
 SETTING_TITLES = {"files": "labelled files alone", "repo": "whole repositories"}
@@ -434,12 +436,42 @@ def print_outcomes(setting: str, outcomes: list[dict]) -> None:
             print(f"  {'|'.join(s.codes):11} {s.where()}  {s.note}{extra}")
 
 
+def score_relabelled(usable: list[Site], snaps: dict, relabel: dict, all_findings: dict, all_every: dict) -> dict:
+    """The same findings scored against the relabelled verdicts (``benchmarks/relabelled.py``)."""
+    sites, changed = relabel_sites(usable, relabel)
+    agree = agreement(usable, relabel)
+    print(f"\nrelabelled set: two blind labellers per site; their shared verdict replaces the original on "
+          f"{len(changed)} sites ({sum(c['to'] == 'silent' for c in changed)} triggers -> silent, "
+          f"{sum(c['to'] == 'trigger' for c in changed)} silent -> trigger); "
+          f"{sum(s.verdict == 'trigger' for s in sites)} triggers")
+    if agree.get("labeller_verdicts"):
+        print(f"  labellers agree with each other on {agree.get('labellers_agree', 0)} of {agree.get('sites', 0)} "
+              f"sites; with the original labels on {agree.get('labeller_agrees_with_original', 0)} of "
+              f"{agree['labeller_verdicts']} verdicts; {agree.get('missing', 0)} sites not relabelled")
+    out = {"changed": changed, "agreement": agree, "settings": {}}
+    for setting, findings in all_findings.items():
+        table = score(sites, snaps, findings)["table"]
+        any_severity = score(sites, snaps, all_every[setting])["table"].get("all", {})
+        out["settings"][setting] = {"table": table, "table_any_severity": any_severity}
+        a = table.get("all", {})
+        if a:
+            print(f"  {SETTING_TITLES[setting]}: precision {fmt(a['precision'])}, recall {fmt(a['recall'])} "
+                  f"(tp {a['tp']}, fp {a['fp']}, fn {a['fn']})"
+                  + (f"; with info findings counted too: precision {fmt(any_severity['precision'])}, recall "
+                     f"{fmt(any_severity['recall'])}" if any_severity else ""))
+    for c in changed:
+        print(f"  relabelled {c['from']} -> {c['to']}: {c['site']} {c['rule']}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"), help="directory of fetched snapshots (<owner>+<name>/repo)")
     ap.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     ap.add_argument("--sample", type=Path, action="append",
                     help=f"judged random sample of findings (repeatable; default: every {SAMPLE_GLOB} in {SAMPLE_DIR})")
+    ap.add_argument("--relabel", type=Path, default=DEFAULT_RELABEL,
+                    help="two blind labellers' verdicts per site; scored as a second label set")
     ap.add_argument("--python", default=sys.executable, help="interpreter whose detective is measured")
     ap.add_argument("--settings", default="files,repo", help="files, repo or both (comma-separated)")
     ap.add_argument("--repos", default="", help="only these owner/name (comma-separated)")
@@ -521,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
               f"in {len({(s.repo, s.path) for s in usable})} files from {len({s.repo for s in usable})} repositories")
 
         all_findings: dict[str, dict[str, list[dict]]] = {}
+        all_every: dict[str, dict[str, list[dict]]] = {}
         for setting in settings:
             findings: dict[str, list[dict]] = {}  # what a user sees by default: warnings
             every: dict[str, list[dict]] = {}  # info findings too (--min-severity info)
@@ -541,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
                 every[repo] = items
                 findings[repo] = [f for f in items if f["severity"] == "warning"]
             all_findings[setting] = findings
+            all_every[setting] = every
             scored = score(usable, snaps, findings)
             any_severity = score(usable, snaps, every)["table"].get("all", {})
             results["settings"][setting] = {
@@ -559,6 +593,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"(tp {any_severity['tp']}, fp {any_severity['fp']}, fn {any_severity['fn']})")
             if args.list:
                 print_outcomes(setting, scored["outcomes"])
+
+        relabel = read_relabel(args.relabel)
+        if relabel:
+            results["relabelled"] = score_relabelled(usable, snaps, relabel, all_findings, all_every)
 
         results["samples"] = []
         groups = sample_groups(sample_rows)

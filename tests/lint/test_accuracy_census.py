@@ -103,3 +103,25 @@ def test_heldout_repositories_are_read_per_judge_file(tmp_path):
     (h,) = judged_samples.heldout_repos(tmp_path)
     assert (h["repo"], h["commit"], h["linter_commit"]) == ("o/x", "abcdef012345", "0123456789ab")
     assert (h["right"], h["wrong"], h["findings"], h["precision"]) == (1, 1, 2, 0.5)
+
+
+def test_relabelling_adopts_only_the_labellers_shared_verdict(tmp_path):
+    module = _module()
+    import relabelled  # the benchmark put its directory on sys.path
+
+    site = lambda line, verdict: module.Site("o/r", "c", "a.py", line, ("RC001",), verdict, "h", "")  # noqa: E731
+    sites = [site(1, "trigger"), site(2, "trigger"), site(3, "silent"), site(4, "trigger"), site(5, "silent")]
+    path = tmp_path / "relabel.csv"
+    path.write_text("repo,path,line,rule,verdict_a,verdict_b\n"
+                    "o/r,a.py,1,RC001,silent,silent\n"     # both say silent: adopted
+                    "o/r,a.py,2,RC001,silent,trigger\n"    # they differ: the original stays
+                    "o/r,a.py,3,RC001,trigger,trigger\n"   # both say trigger: adopted
+                    "o/r,a.py,4,RC001,unclear,unclear\n")  # unclear is never adopted; 5 is not relabelled
+    relabel = relabelled.read_relabel(path)
+    new, changed = relabelled.relabel_sites(sites, relabel)
+    assert [s.verdict for s in new] == ["silent", "trigger", "trigger", "trigger", "silent"]
+    assert [(c["site"], c["to"]) for c in changed] == [("o/r:a.py:1", "silent"), ("o/r:a.py:3", "trigger")]
+    assert [s.verdict for s in sites] == ["trigger", "trigger", "silent", "trigger", "silent"]  # input untouched
+    agree = relabelled.agreement(sites, relabel)
+    assert agree["labellers_agree"] == 2 and agree["missing"] == 1 and agree["unclear"] == 1
+    assert agree["triggers_both_silent"] == 1 and agree["silent_both_trigger"] == 1
