@@ -75,6 +75,27 @@ def apply_compile(model):
 """
 
 VALID = [
+    # A hook whose handle the registering function removes runs only while that function
+    # runs: one calibration pass, not every step.
+    Valid("""
+import torch
+
+@torch.no_grad()
+def calibrate(model, run_model):
+    def hook(module, inputs, output):
+        if torch.isnan(output).any():
+            raise ValueError("invalid input")
+        module.scale = output.abs().max().item()
+
+    handles = []
+    for module in model.modules():
+        handles.append(module.register_forward_hook(hook))
+    try:
+        run_model()
+    finally:
+        for handle in handles:
+            handle.remove()
+"""),
     Valid(
         """
 import torch
@@ -353,6 +374,27 @@ def attach(model):
     model.register_forward_hook(log_activations)  # hooks run inside forward
 """,
         line=5,
+    ),
+    Invalid(
+        """
+import torch
+import torch_xla
+
+def probe(model, batch):
+    def peek(module, inputs, output):
+        print(output.norm().item())
+
+    handle = model.register_forward_hook(peek)
+    loss = model(batch)
+    handle.remove()
+    return loss
+
+def train(model, loader):
+    for batch in loader:
+        probe(model, batch).backward()  # the temporary hook runs every step
+        torch_xla.sync()
+""",
+        line=7,
     ),
     Invalid(
         """

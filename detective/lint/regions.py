@@ -77,6 +77,10 @@ class Regions(NeverTraced):
         self._handles: dict[int, str] = {}
         self._removes: dict[str, set[str]] = {}
         self._pending_hooks: list[tuple[tuple, str, str]] = []
+        # Per function on the walk's stack: handles it removes anywhere in its own body. A
+        # hook whose handle the registering function removes runs only while that function
+        # runs (calibration, inspection): a call it makes, not a region of its own.
+        self._fn_removes: list[set[str]] = [set()]
         self.frames: list[list[RegionFrame]] = [[]]  # per function on the walk's stack
         self._loop_counts: list[int] = [0]
         self._step_withs: set[int] = set()
@@ -148,20 +152,25 @@ class Regions(NeverTraced):
         removed = {name for statement in block_statements(node.body) if (name := _removed_handle(statement))}
         if removed:
             self._removes.setdefault(node.name.value, set()).update(removed)
+        self._fn_removes.append(_handles_removed_anywhere(node.body))
 
     def leave_FunctionDef(self, node) -> None:
         assert not self.frames.pop()
         self._loop_counts.pop()
+        self._fn_removes.pop()
 
     def visit_While(self, node: cst.While) -> None:
         self._push(node, node.body, False)
         self._mark_short_circuit(node.test)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Call) and len(node.targets) == 1:
+        value = node.value
+        if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+            value = value.elt  # handles = [m.register_forward_hook(fn) for m in mods]
+        if isinstance(value, cst.Call) and len(node.targets) == 1:
             handle = _plain_name(node.targets[0].target)
             if handle:
-                self._handles[id(node.value)] = handle  # h = m.register_forward_pre_hook(fn)
+                self._handles[id(value)] = handle  # h = m.register_forward_pre_hook(fn)
         super().visit_Assign(node)  # names bound from XLA tests
 
     def visit_For(self, node: cst.For) -> None:
@@ -209,6 +218,9 @@ class Regions(NeverTraced):
         dotted = model.resolve(node.func)
         regions = self.frames[-1]
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
+                and isinstance(node.args[0].value, cst.Call) and (handles := _plain_name(func.value)):
+            self._handles[id(node.args[0].value)] = handles  # handles.append(m.register_forward_hook(fn))
         if isinstance(func, cst.Attribute) and func.attr.value in ERROR_LOGS \
                 and "log" in dotted_tail(func.value).lower():
             self.dead.update(id(a) for a in node.args)  # logger.error(f"... {x.item()}")
@@ -245,7 +257,9 @@ class Regions(NeverTraced):
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
             if target is not None and self.call_kind() != "dead":
                 reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
-                if not (hook and self._handles.get(id(node))):
+                if hook and self._handles.get(id(node)) in self._fn_removes[-1]:
+                    self.record(Item("call", (target, node, self.call_kind()), model.scope.qualname, -1))
+                elif not (hook and self._handles.get(id(node))):
                     self.compile_targets.append((model.scope.qualname, CallRef(target), fn, reason))
                 else:  # decided once the whole file is walked (the hook may be defined later)
                     self._pending_hooks.append(((model.scope.qualname, CallRef(target), fn, reason),
@@ -316,6 +330,43 @@ def _plain_name(node: cst.BaseExpression) -> str:
     """``h`` or ``self.first_check``; "" for anything else (subscripts, calls)."""
     name = dotted_name(node)
     return name if name and "" not in name.split(".") else ""
+
+
+def _handles_removed_anywhere(body: cst.BaseSuite) -> set[str]:
+    """Handles a function body removes in any of its blocks (``h.remove()``, or ``for h in
+    handles: h.remove()`` removing ``handles``), nested functions left out. Statements only:
+    no expression is visited."""
+    removed: set[str] = set()
+    stack = list(block_statements(body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        name = _removed_handle(statement)
+        if name:
+            removed.add(name)
+        if isinstance(statement, cst.For) and isinstance(statement.target, cst.Name) \
+                and statement.target.value in {_removed_handle(s) for s in block_statements(statement.body)}:
+            if name := _plain_name(statement.iter):
+                removed.add(name)
+        for suite in _suites(statement):
+            stack.extend(block_statements(suite))
+    return removed
+
+
+def _suites(statement: cst.CSTNode) -> list[cst.BaseSuite]:
+    """The blocks directly inside a compound statement."""
+    suites = [getattr(statement, "body", None)] if isinstance(statement, cst.BaseCompoundStatement) else []
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:  # elif chains, for/while/try else
+        suites.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    for handler in getattr(statement, "handlers", ()):
+        suites.append(handler.body)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        suites.append(final.body)
+    return [s for s in suites if isinstance(s, cst.BaseSuite)]
 
 
 def _removed_handle(statement: cst.CSTNode) -> str:
