@@ -15,6 +15,13 @@ batch["alignments"] = ...``). None of these is evidence:
   key was there already;
 - a ``del m["k"]`` that a later statement of the same block sets again (``m["k"] = new``):
   a replacement;
+- a removal, under no data condition, from a mapping the function built or bound itself
+  (``samples = collate(samples); del samples["net_input"]["source"]``): every batch it
+  makes lacks the key alike (a removal from a mapping the function was handed still counts:
+  its callers decide which batches pass through);
+- a write, under a data condition, of a key the mapping already holds in that function (a
+  dict literal bound to the name, or an unconditional write): ``batch = {"source": x}; if
+  pad: batch["source"] = padded``, a replacement;
 - a ``.pop("k")`` from keyword arguments (``kwargs``, ``cross_attention_kwargs``): an option
   consumed before the rest is passed on;
 - a write into a mapping of results (``logging_output["k"] = ...``, ``outputs[...]``), which
@@ -48,6 +55,10 @@ class OptionalKeys(Facts):
         # (on data, keys it passes on, names it tests against None)
         self._conditions: list[tuple[bool, frozenset[str], frozenset[str]]] = []
         self._replaced: set[int] = set()  # ids of `del m["k"]` statements set again later in their block
+        # Per function: mapping (as code) -> keys it holds for sure (a dict literal bound to a
+        # name, a write under no data condition); a later write of such a key replaces it.
+        self._holds: list[dict[str, set[str]]] = [{}]
+        self._params: list[set[str]] = [set()]  # per function: its parameters' names
         self._found = context.model.project_facts
         self._seen = set(self._found)
 
@@ -82,8 +93,41 @@ class OptionalKeys(Facts):
     def leave_If(self, node: cst.If) -> None:
         self._conditions.pop()
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._holds.append({})
+        params = node.params
+        self._params.append({p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+                            | {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._holds.pop()
+        self._params.pop()
+
+    def _on_data(self) -> bool:
+        return any(data for data, _keys, _tested in self._conditions)
+
+    def _removal_counts(self, mapping: cst.BaseExpression) -> bool:
+        """A removal is evidence under a data condition, or from a mapping the function was
+        handed (``def drop(batch): del batch["k"]``: whoever calls it decides for which batches).
+        A mapping the function builds and strips on every call (``samples =
+        super().collater(samples); del samples["net_input"]["source"]``) lacks the key in every
+        batch alike."""
+        if self._on_data() or len(self._params) == 1:
+            return True
+        while isinstance(mapping, (cst.Subscript, cst.Attribute)):
+            mapping = mapping.value
+        return not isinstance(mapping, cst.Name) or mapping.value in self._params[-1]
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                # samples = super().collater(samples): a mapping this function made, from here on
+                self._params[-1].discard(target.target.value)
+            if isinstance(target.target, cst.Name) and isinstance(node.value, cst.Dict):
+                # input = {"source": x}: the mapping holds these keys from here on
+                self._holds[-1][target.target.value] = {
+                    k for e in node.value.elements if isinstance(e, cst.DictElement)
+                    and (k := T.literal_string(e.key)) is not None}
             key = _literal_key(target.target)
             if key is None:
                 continue
@@ -92,6 +136,13 @@ class OptionalKeys(Facts):
                 continue  # logging_output["k"] = ...: a result being filled, not a batch
             if _reads_subscript(node.value, target.target):
                 continue  # m["k"] = f(m["k"]): the key was there already
+            mapping = _mapping_code(target.target.value)
+            if mapping and key in self._holds[-1].get(mapping, ()):
+                continue  # if num_pad: input["source"] = padded(...): a replacement
+            if not self._on_data():
+                if mapping:
+                    self._holds[-1].setdefault(mapping, set()).add(key)
+                continue
             read = _names(node.value)
             if any(data and key not in keys and not (tested & read) for data, keys, tested in self._conditions):
                 self._note(key)
@@ -107,8 +158,9 @@ class OptionalKeys(Facts):
             return
         targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
         for target in targets:
-            key = _literal_key(target.value if isinstance(target, cst.Element) else target)
-            if key is not None:
+            target = target.value if isinstance(target, cst.Element) else target
+            key = _literal_key(target)
+            if key is not None and self._removal_counts(target.value):
                 self._note(key)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -118,7 +170,8 @@ class OptionalKeys(Facts):
                 if arg.keyword is not None:
                     self._add(KEY_SET + arg.keyword.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "pop" and node.args \
-                and node.args[0].keyword is None and not _keyword_mapping(func.value):
+                and node.args[0].keyword is None and not _keyword_mapping(func.value) \
+                and self._removal_counts(func.value):
             key = T.literal_string(node.args[0].value)
             if key is not None:
                 self._note(key)
@@ -130,6 +183,17 @@ class OptionalKeys(Facts):
         if fact not in self._seen:
             self._seen.add(fact)
             self._found.append(fact)
+
+
+def _mapping_code(node: cst.BaseExpression) -> str:
+    """``input`` or ``samples["net_input"]`` as text; "" for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    key = _literal_key(node)
+    if key is not None:
+        inner = _mapping_code(node.value)
+        return f"{inner}[{key!r}]" if inner else ""
+    return ""
 
 
 def _result_mapping(node: cst.BaseExpression) -> bool:

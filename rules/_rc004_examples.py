@@ -71,6 +71,50 @@ INVALID = [
 import torch
 
 def collate(samples):
+    return {"net_input": {"source": torch.stack(samples)}}
+
+class Wrapper:
+    def collater(self, samples):
+        samples = collate(samples)
+        samples["net_input"]["src_tokens"] = samples["net_input"]["source"]
+        del samples["net_input"]["source"]   # every batch it builds loses the key alike
+        return samples
+
+class Generator(torch.nn.Module):
+    def forward(self, net_input):
+        if "source" in net_input:
+            return net_input["source"]
+        return net_input["src_tokens"]
+""",
+        line=16,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def collate(samples, bucket):
+    x = torch.stack([s["source"] for s in samples])
+    batch = {"source": x}
+    pad = bucket - x.size(-1)
+    if pad:                                  # a replacement: the key was there already
+        batch["source"] = torch.nn.functional.pad(x, (0, pad))
+    return batch
+
+class Model(torch.nn.Module):
+    def forward(self, batch):
+        if "source" in batch:
+            return batch["source"]
+        return batch["features"]
+""",
+        line=14,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def collate(samples):
     batch = {"x": torch.stack([s["x"] for s in samples])}
     if all("mask" in s for s in samples):  # only batches whose samples all carry one
         batch["mask"] = torch.stack([s["mask"] for s in samples])

@@ -30,8 +30,10 @@ class KeyBranch(Rule):
     `elif`) whose other side only raises: a step that raises makes no second program.
     A key test is `info` unless the project makes that key optional somewhere (removes it
     with `del`/`.pop`, or sets it only under a condition on data; not a write that updates
-    the key it reads, `m["k"] = f(m["k"])`, a `del` the same block sets again, or a write
-    under `if v is not None` of a value made from `v`): a task's collater gives
+    the key it reads, `m["k"] = f(m["k"])`, a `del` the same block sets again, a removal on
+    every call from a mapping the function built itself, a conditional write of a key the
+    mapping already holds, or a write under `if v is not None` of a value made from `v`):
+    a task's collater gives
     every batch of a run the same keys, so the run takes one side, one program. For a
     batch mapping this needs the code that builds the batches in view, so the test stays a
     warning when a few files or a package directory are linted without the rest of the
