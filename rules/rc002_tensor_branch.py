@@ -241,8 +241,63 @@ class Encoder(torch.nn.Module):
         return x
 """
         ),
+        # The method's own summary decides what `self.get_timesteps(n, timesteps)` returns
+        # at each position, however tensor the arguments are: `n - start` is an int.
+        Valid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+from diffusers_like import FreeInitMixin
+
+class Pipe(FreeInitMixin):
+    def get_timesteps(self, n, timesteps, strength):
+        start = max(n - int(n * strength), 0)
+        return timesteps[start:], n - start   # the second item is a Python int
+
+    def __call__(self, image, n=50, strength=0.8):
+        latents = torch.randn(4, 8)
+        timesteps = torch.arange(n)
+        latents, timesteps = self._apply_free_init(latents, timesteps)   # the mixin's tensors
+        n = len(timesteps)
+        timesteps, n = self.get_timesteps(n, timesteps, strength)
+        warmup = len(timesteps) - n
+        for i, t in enumerate(timesteps):
+            latents = self.unet(latents, t)
+            if i + 1 > warmup:
+                self.progress_bar.update()
+            xm.mark_step()
+        return latents
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+import torch_xla.core.xla_model as xm
+from diffusers_like import FreeInitMixin
+
+class Pipe(FreeInitMixin):
+    def get_timesteps(self, n, timesteps, strength):
+        start = max(n - int(n * strength), 0)
+        return timesteps[start:], timesteps.sum()   # a tensor this time
+
+    def __call__(self, image, n=50, strength=0.8):
+        latents = torch.randn(4, 8)
+        timesteps = torch.arange(n)
+        latents, timesteps = self._apply_free_init(latents, timesteps)   # the mixin's tensors
+        n = len(timesteps)
+        timesteps, n = self.get_timesteps(n, timesteps, strength)
+        warmup = len(timesteps) - n
+        for i, t in enumerate(timesteps):
+            latents = self.unet(latents, t)
+            if i + 1 > warmup:
+                self.progress_bar.update()
+            xm.mark_step()
+        return latents
+""",
+            line=20,
+        ),
         Invalid(
             """
 import torch

@@ -395,7 +395,16 @@ class TensorInference:
             if isinstance(func.value, cst.Name) and func.value.value == "self":
                 # self.proj(x): a submodule applied to a tensor gives a tensor; a method of
                 # the module named like a tensor op (self.scatter) says nothing.
-                if method in T.NON_TENSOR_METHODS or not any(self.is_tensor(a.value) for a in node.args):
+                if method in T.NON_TENSOR_METHODS:
+                    return False
+                mark = len(self.assumed)
+                handed = any(self.is_tensor(a.value) for a in node.args)
+                # A question, not evidence: what the arguments rest on must not let the
+                # finding stand when the method's own summary says "no tensor" (free-init's
+                # `self.get_timesteps(n, timesteps)` returns `n - start` however tensor
+                # `timesteps` is).
+                del self.assumed[mark:]
+                if not handed:
                     return False
                 # A method of this class decides by its return summary (self.should_skip(x)
                 # returning self.n == self.k is no tensor); anything else (a submodule) is.
