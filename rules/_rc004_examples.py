@@ -4,6 +4,22 @@ apart from the rule's logic in :mod:`detective.rules.rc004_key_branch` for lengt
 from detective.lint.rule import Invalid, Valid
 
 VALID = [
+    # zip(a.named_parameters(), b.named_parameters()) yields (name, parameter) pairs: a
+    # substring test on a name, not a key of a batch.
+    Valid(
+        """
+import torch
+import torch_xla.core.xla_model as xm
+
+def copy_weights(model_a, model_b, steps):
+    for step in range(steps):
+        with torch.no_grad():
+            for (a_name, a_param), (b_name, b_param) in zip(model_a.named_parameters(), model_b.named_parameters()):
+                if "experts" in a_name:
+                    b_param.copy_(a_param)
+            xm.mark_step()
+"""
+    ),
     Valid(
         """
 import torch
@@ -66,6 +82,18 @@ class Fuse(torch.nn.Module):
     ),
 ]
 INVALID = [
+    Invalid(
+        """
+import torch_xla.core.xla_model as xm
+
+def train(model, loader):
+    for (batch, target), step in zip(loader, range(100)):   # the loader's batches are data
+        if "mask" in batch:
+            model(batch["x"], batch["mask"]).backward()
+        xm.mark_step()
+""",
+        line=6,
+    ),
     Invalid(
         """
 import torch

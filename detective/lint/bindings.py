@@ -243,9 +243,8 @@ class Bindings:
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
         target = node.target
-        method = it.func.attr.value if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) else ""
         called = self.resolve(it.func) if isinstance(it, cst.Call) else None
-        if method in {"items", "keys"} or method.startswith("named_") or called == "range":
+        if _names_keys_or_indices(it, self.resolve):
             self.bind_target(target)  # keys, names and indices: not input data
         elif isinstance(it, cst.Attribute) and it.attr.value == "param_groups":
             # An optimizer's groups: group["params"] holds tensors, the rest are the
@@ -264,6 +263,9 @@ class Bindings:
                 # for row, n in zip(host, lengths): row is an item of a host copy, n is not
                 for element, arg in zip(target.elements, it.args):
                     self._bind_cpu(element.value, self.infer.on_host(arg.value), False)
+                    if _names_keys_or_indices(arg.value, self.resolve):
+                        # zip(a.named_parameters(), b.named_parameters()): (name, param) pairs
+                        self.bind_target(element.value)
 
     def _bind_items(self, target: cst.BaseExpression, iterable: cst.BaseExpression | None) -> None:
         """Loop targets over ``iterable``: tensors when it is one, on the same trust (the items
@@ -409,3 +411,12 @@ def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | Non
         elif arg.keyword.value == name:
             return arg.value
     return None
+
+
+def _names_keys_or_indices(it: cst.BaseExpression, resolve) -> bool:
+    """``d.items()``, ``d.keys()``, ``m.named_parameters()``, ``range(n)``: iterating yields
+    keys, names and indices (with their values), not input data."""
+    if not isinstance(it, cst.Call):
+        return False
+    method = it.func.attr.value if isinstance(it.func, cst.Attribute) else ""
+    return method in {"items", "keys"} or method.startswith("named_") or resolve(it.func) == "range"
