@@ -51,6 +51,7 @@ PARTIAL_VIEW = "view:partial"
 FILE_ONLY = "file:"  # a fact that holds in the file that records it only
 XLA_EXPERIMENTAL = FILE_ONLY + "xla-experimental:"
 TORCH_AT_LEAST = "torch>="  # a need on the torch version ("torch>=2.12")
+ZERO_GRAD_KEEPS = "zero-grad:keeps-grads"  # a project zero_grad defaults set_to_none to False
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -101,6 +102,10 @@ class ProjectFacts:
             why = "configured" if self.how == "config" else "found"
             return "info", f" (costs only on {costs}; this project targets {targets}, {why})"
         if candidate.needs and not any(self._holds(n) for n in candidate.needs):
+            if ABSENT + ZERO_GRAD_KEEPS in candidate.needs:
+                return "info", (" (the optimizer is not built from a torch or library class here, and the "
+                                "project defines a zero_grad whose set_to_none defaults to False: it may be "
+                                "one of those)")
             keys = ", ".join(repr(n[len(OPTIONAL_KEY):]) for n in candidate.needs if n.startswith(OPTIONAL_KEY))
             if any(n.startswith(ABSENT + KEY_SET) for n in candidate.needs):
                 return "info", (f" (the project sets {keys} but nothing removes it or sets it only for some "
