@@ -24,6 +24,33 @@ class Gate(torch.nn.Module):
 """
 
 VALID = [
+    # Named like masks, but integers: an arithmetic result and a gather by two index tensors.
+    Valid(
+        """
+import torch
+
+class ParallelCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, target, start, end):
+        keep = (target >= start) & (target < end)
+        masked_target = torch.mul(target - start, keep.long())
+        masked_target_1d = masked_target.view(-1)
+        rows = torch.arange(logits.size(0), device=logits.device)
+        ctx.save_for_backward(rows, masked_target_1d)
+        return logits[rows, masked_target_1d]
+
+    @staticmethod
+    def backward(ctx, grad):
+        _, masked_target_1d = ctx.saved_tensors
+        rows = torch.arange(grad.size(0), device=grad.device)
+        out = torch.zeros_like(grad)
+        out[rows, masked_target_1d] -= 1.0
+        return out, None, None, None
+
+def parallel_cross_entropy(logits, target):
+    return ParallelCrossEntropy.apply(logits, target, 0, 1024)
+"""
+    ),
     Valid(  # info: the file runs nonzero with a bounded dynamic shape
         """
 import os
@@ -95,6 +122,18 @@ class Sampler(torch.nn.Module):
 """
 
 INVALID = [
+    Invalid(
+        """
+import torch
+
+class Gather(torch.nn.Module):
+    def forward(self, logits, target):
+        keep = target >= 0
+        rows = torch.arange(logits.size(0))
+        return logits[keep, rows]   # made by a comparison: a mask, even beside an index
+""",
+        line=8,
+    ),
     Invalid(CPU_REPEATS, line=7, severity="info"),
     Invalid(CPU_REPEATS, line=9),
     Invalid(CAPACITY_HELPERS, line=7),  # topk(k) where k is handed a count read from the data

@@ -83,9 +83,13 @@ class DynamicShape(Rule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         context = self.context
+        indices = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
         for element in node.slice:
             index = element.slice
             if isinstance(index, cst.Index) and context.is_mask(index.value):
+                if context.mask_by_name_only(index.value) and any(
+                        other is not index.value and context.is_numeric_tensor(other) for other in indices):
+                    continue  # grad[arange_1d, masked_target_1d]: a gather by two integer indices
                 if context.is_tensor(node.value) or _unknown_receiver(node.value):
                     if id(node) in self._fills:
                         # Measured (README, Targets): nonzero on the host under torch_xla; one

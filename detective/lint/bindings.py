@@ -44,7 +44,8 @@ def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
 
 class Bindings:
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
-                    host=False, data=False, compare=False, container=False, param_group=False) -> None:
+                    host=False, data=False, compare=False, container=False, param_group=False,
+                    numeric=False) -> None:
         frame = self.function
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -62,7 +63,7 @@ class Bindings:
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names),
-                            (param_group, frame.param_group_names)):
+                            (param_group, frame.param_group_names), (numeric, frame.numeric_names)):
             (names.add if flag else names.discard)(name)
 
     def bind_params_from_call_sites(self, outer: cst.FunctionDef, node: cst.FunctionDef, frame) -> None:
@@ -106,6 +107,7 @@ class Bindings:
         tensor = infer.is_tensor(value)
         trusted = tuple(infer.assumed) if tensor else ()
         boolean = tensor and infer.is_bool_tensor(value)
+        numeric = tensor and not boolean and infer.is_numeric_tensor(value)
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
         on_host = infer.on_host(value)
@@ -122,7 +124,7 @@ class Bindings:
                 self.function.container_names.add(target.value.value)  # d["k"] = tensor
                 continue
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
-                             container=container, data=self._is_data_element(value))
+                             container=container, data=self._is_data_element(value), numeric=numeric)
             self._trust(target, trusted)
             self._bind_cpu(target, on_host, cpu_made)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):

@@ -42,6 +42,8 @@ class Context:
         self.is_tensor = infer.is_tensor
         self.is_bool_tensor = infer.is_bool_tensor
         self.is_mask = infer.is_mask
+        self.mask_by_name_only = infer.mask_by_name_only
+        self.is_numeric_tensor = infer.is_numeric_tensor
         self.reads_in_operator = infer.reads_in_operator
         self.reads_tensor_value = lambda node: infer.reads_tensor_value(node, regions.dead)
         self.is_host_value = infer.is_host_value

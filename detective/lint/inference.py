@@ -15,6 +15,12 @@ from detective.lint import tensors as T
 from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
 from detective.lint.walker import walk
 
+_NUMBER_CASTS = frozenset({"long", "int", "float", "double", "half", "bfloat16", "short"})
+_NUMBER_DTYPES = frozenset(f"torch.{t}" for t in ("long", "int", "int32", "int64", "float", "float16", "float32",
+                                                    "float64", "bfloat16", "half", "double"))
+_ARITHMETIC = frozenset({"mul", "add", "sub", "div", "floor_divide", "remainder", "arange"})
+_VIEWS = frozenset({"view", "reshape", "flatten", "contiguous", "clone", "squeeze", "unsqueeze", "transpose",
+                    "permute", "detach"})
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
 MASK_SUFFIXES = ("_idx", "_index", "_ids", "_id", "_len", "_lens", "_lengths", "_count", "_prob",
                  "_probs", "_ratio", "_type", "_token", "_fn", "_key", "_keys", "_name", "_names", "_kind",
@@ -84,6 +90,8 @@ class TensorInference:
             node.attr.value if isinstance(node, cst.Attribute) else None)
         if name is None or name in function.host_names or name in function.cpu_names:
             return False
+        if isinstance(node, cst.Name) and name in function.numeric_names:
+            return False  # masked_target = torch.mul(target, keep.long()): integers, not a mask
         lowered = name.lower()
         if "mask" not in lowered or lowered.endswith(MASK_SUFFIXES) or name.isupper():
             return False  # ATTENTION_MASK: a constant naming a key, not a mask
@@ -172,6 +180,36 @@ class TensorInference:
             if method == "to" and any(self.model.resolve(a.value) == "torch.bool" for a in node.args):
                 return True
         return False
+
+    def mask_by_name_only(self, node: cst.BaseExpression) -> bool:
+        """A name taken for a mask only because it says so (not bound from a comparison or
+        known boolean)."""
+        function = self.model.function
+        return isinstance(node, cst.Name) and node.value not in function.bool_names \
+            and node.value not in function.compare_names
+
+    def is_numeric_tensor(self, node: cst.BaseExpression) -> bool:
+        """A tensor that is plainly not boolean: a cast to a number type (``.long()``,
+        ``.to(torch.float32)``), arithmetic (``t - start``, ``torch.mul(a, b)``), or a view of
+        a name already known so (``masked_target.view(-1)``)."""
+        if isinstance(node, cst.BinaryOperation):
+            return isinstance(node.operator, (cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide))
+        if isinstance(node, cst.Name):
+            return node.value in self.model.function.numeric_names
+        if not isinstance(node, cst.Call):
+            return False
+        func = node.func
+        dotted = self.model.resolve(func) or ""
+        if T.is_torch_name(dotted) and dotted.rsplit(".", 1)[-1] in _ARITHMETIC:
+            return True
+        if not isinstance(func, cst.Attribute):
+            return False
+        method = func.attr.value
+        if method in _NUMBER_CASTS:
+            return True
+        if method == "to" and node.args and (self.model.resolve(node.args[0].value) or "") in _NUMBER_DTYPES:
+            return True
+        return method in _VIEWS and self.is_numeric_tensor(func.value)
 
     def weigh_receiver(self, node: cst.BaseExpression) -> None:
         """Record what the receiver of a tensor-only operation was taken for on trust, as
