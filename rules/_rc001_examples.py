@@ -75,6 +75,36 @@ def apply_compile(model):
 """
 
 VALID = [
+    Valid("""
+import torch
+import torch_xla.core.xla_model as xm
+
+def run(params, optimizer, steps):
+    sharded = hasattr(optimizer, "shard")   # set once, before the loop
+    for i in range(steps):
+        optimizer.step()
+        if sharded:
+            xm.mark_step()
+        print(params[0].detach().cpu().norm())
+"""),
+    # A sync under a flag that is the same every iteration: the read after it is either
+    # after the step's sync or, with the flag off, the loop's only sync.
+    Valid("""
+import torch
+import torch_xla.core.xla_model as xm
+
+def run(params, optimizer, use_zero1, steps):
+    res = []
+    for i in range(steps):
+        for p in params:
+            p.grad = torch.randn_like(p)
+        optimizer.step()
+        if use_zero1:
+            xm.mark_step()
+        norm = sum(p.detach().cpu().norm() for p in params)   # after the step's sync when it runs
+        res.append(norm)
+    return res
+"""),
     # A hook whose handle the registering function removes runs only while that function
     # runs: one calibration pass, not every step.
     Valid("""
@@ -252,6 +282,25 @@ class TiledEmbedding(torch.nn.Module):
 """
 
 INVALID = [
+    Invalid(
+        """
+import torch
+import torch_xla.core.xla_model as xm
+
+def run(params, optimizer, use_zero1, steps):
+    res = []
+    for i in range(steps):
+        for p in params:
+            p.grad = torch.randn_like(p)
+        optimizer.step()
+        if i % 10 == 0:
+            xm.mark_step()
+        norm = sum(p.detach().cpu().norm() for p in params)   # mid-step in 9 iterations of 10
+        res.append(norm)
+    return res
+""",
+        line=13,
+    ),
     Invalid(HOST_METHOD_RESULT, line=14, severity="info"),
     Invalid(HOST_METHOD_RESULT, line=16),
     Invalid(

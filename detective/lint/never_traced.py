@@ -28,6 +28,46 @@ from detective.lint.xla_branches import FLASH_BRANCH, GENERATOR_BLOCK, block_cal
     device_generator, lazy_init_test, set_to_none, xla_sense
 
 
+def _assigned_in(loop: cst.CSTNode) -> set[str]:
+    """Names a loop (its targets and body) binds."""
+    names: set[str] = set()
+
+    class Targets(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            names.update(n.value for n in _names_in(node.target))
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    loop.visit(Targets())
+    return names
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
+
+
+_SETTING_ROOTS = frozenset({"self", "args", "cfg", "config", "flags", "opt", "opts", "hparams"})
+
+
 def block_statements(body: cst.BaseSuite):
     return body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
 
@@ -182,6 +222,12 @@ class NeverTraced:
                 for key, where in list(self._keys_on_xla.items()):
                     if where is inner:
                         self._keys_on_xla[key] = self._blocks[-1]
+        inner = self._if_blocks.get(id(node.body))
+        if node.orelse is None and inner is not None and inner[2] is not None and self._fixed_per_call(node.test):
+            # if use_zero1: xm.mark_step(): the flag is the same every iteration, so what
+            # follows is read after the step's sync, or is itself the loop's only sync.
+            block = self._blocks[-1]
+            block[2] = block[1]
         self._if_blocks.pop(id(node.body), None)
         if isinstance(node.orelse, cst.Else):
             self._if_blocks.pop(id(node.orelse.body), None)
@@ -191,6 +237,26 @@ class NeverTraced:
             if not block[3]:
                 block[3] = True
                 self.dead_depth += 1
+
+    def _fixed_per_call(self, test: cst.BaseExpression) -> bool:
+        """A condition with the same value on every iteration of a loop in this function: a
+        parameter it never rebinds, or a setting (``self.zero1``, ``args.sync``)."""
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return self._fixed_per_call(test.expression)
+        if isinstance(test, cst.BooleanOperation):
+            return self._fixed_per_call(test.left) and self._fixed_per_call(test.right)
+        function = self.model.function
+        if isinstance(test, cst.Name):
+            if test.value in function.params and test.value not in function.locals:
+                return True
+            frames = getattr(self, "frames", None)  # the loops of this function (Regions)
+            loop = frames[-1][-1].node if frames and frames[-1] else None
+            return isinstance(loop, (cst.For, cst.While)) and test.value not in _assigned_in(loop)
+        root = test
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return isinstance(test, cst.Attribute) and isinstance(root, cst.Name) \
+            and root.value in _SETTING_ROOTS and root.value not in function.locals
 
     def leave_IfExp(self, node: cst.IfExp) -> None:
         self._maybe_depth -= 1
