@@ -44,6 +44,29 @@ class TensorBranch(Rule):
     """
 
     VALID = [
+        # The branch fills the attribute it tests: it runs at the first call only.
+        Valid(
+            """
+import math
+import torch
+
+class Rotary(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("inv_freq", None, persistent=False)
+
+    def forward(self, x, position_ids):
+        if self.inv_freq is None:          # filled at the first call
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, self.dim, 2).float().to(x.device) / self.dim))
+            new = []
+            for freq in inv_freq:
+                if 2 * math.pi / freq < 8192:
+                    new.append(freq)
+            self.inv_freq = torch.tensor(new, device=x.device)
+        return x * self.inv_freq[None, :]
+"""
+        ),
         Valid(
             """
 import torch
@@ -271,6 +294,29 @@ class Pipe(FreeInitMixin):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import math
+import torch
+
+class Rotary(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("inv_freq", None, persistent=False)
+
+    def forward(self, x, position_ids):
+        if self.inv_freq is None:          # never filled: every call
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, self.dim, 2).float().to(x.device) / self.dim))
+            new = []
+            for freq in inv_freq:
+                if 2 * math.pi / freq < 8192:
+                    new.append(freq)
+            freqs = torch.tensor(new, device=x.device)
+        return x * freqs[None, :]
+""",
+            line=16,
+        ),
         Invalid(
             """
 import torch

@@ -153,7 +153,7 @@ class NeverTraced:
             self.dead.add(id(node.body))
             if lazy_init_test(node.test):
                 self.once.add(id(node.body))
-        elif sense == 0 and (cache_fill(node) or undoes_state(node)):
+        elif sense == 0 and (cache_fill(node) or memo_fill(node) or undoes_state(node)):
             self.dead.add(id(node.body))  # a cache miss, an unmerge: once, set-up like lazy init
             self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
@@ -341,6 +341,23 @@ def cache_fill(node: cst.If) -> bool:
                         and _plain(t.target.slice[0].slice.value) == key for t in small.targets):
                     return True
     return False
+
+
+def memo_fill(node: cst.If) -> bool:
+    """``if self.inv_freq is None: ... self.inv_freq = build()``: the branch fills the
+    attribute it tests, so it runs at the first call (and after each reset), not every step."""
+    test = node.test
+    if node.orelse is not None or not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                                       and isinstance(test.comparisons[0].operator, cst.Is)
+                                       and isinstance(test.comparisons[0].comparator, cst.Name)
+                                       and test.comparisons[0].comparator.value == "None"):
+        return False
+    attr = _plain(test.left)
+    if attr is None or not attr.startswith("self.") or attr.count(".") != 1:
+        return False
+    return any(isinstance(small, cst.Assign) and any(_plain(t.target) == attr for t in small.targets)
+               for statement in block_statements(node.body) if isinstance(statement, cst.SimpleStatementLine)
+               for small in statement.body)
 
 
 def undoes_state(node: cst.If) -> bool:
