@@ -4,6 +4,25 @@ apart from the rule's logic in :mod:`detective.rules.rc004_key_branch` for lengt
 from detective.lint.rule import Invalid, Valid
 
 VALID = [
+    # Host bookkeeping under a key test: shapes and Python counters, no tensor op, one graph.
+    Valid(
+        """
+import torch
+import torch_xla
+
+def train(model, loader):
+    tokens, seq_length = 0, None
+    for batch in loader:
+        if "input_ids" in batch:
+            input_ids = batch["input_ids"]
+            if isinstance(input_ids, torch.Tensor):
+                tokens += input_ids.numel()
+                if seq_length is None:
+                    seq_length = input_ids.shape[1]
+        model(**batch).loss.backward()
+        torch_xla.sync()
+"""
+    ),
     # zip(a.named_parameters(), b.named_parameters()) yields (name, parameter) pairs: a
     # substring test on a name, not a key of a batch.
     Valid(
@@ -82,6 +101,36 @@ class Fuse(torch.nn.Module):
     ),
 ]
 INVALID = [
+    Invalid(
+        """
+import torch_xla
+
+def train(model, loader):
+    for batch in loader:
+        args = {"source": batch["source"]}
+        if "corpus_key" in batch:
+            args["corpus_key"] = batch["corpus_key"]   # a key set passed on: not bookkeeping
+        model(**args).loss.backward()
+        torch_xla.sync()
+""",
+        line=7,
+        severity="info",  # reported; info only because nothing in view makes the key optional
+    ),
+    Invalid(
+        """
+import torch
+import torch_xla
+
+def train(model, loader, pad):
+    tokens = 0
+    for batch in loader:
+        if "input_ids" in batch:
+            tokens += batch["input_ids"].ne(pad).sum()   # a tensor op: each key set its own graph
+        model(**batch).loss.backward()
+        torch_xla.sync()
+""",
+        line=8,
+    ),
     Invalid(
         """
 import torch_xla.core.xla_model as xm

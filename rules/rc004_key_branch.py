@@ -7,6 +7,7 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.project_facts import ABSENT, KEY_SET, OPTIONAL_KEY, PARTIAL_VIEW
 from detective.lint.rule import Rule
+from detective.lint.walker import syntax_children
 from detective.rules import _rc004_examples as examples
 from detective.rules._key_facts import OptionalKeys
 
@@ -27,7 +28,9 @@ class KeyBranch(Rule):
     mapping and key is reported once per function (a second test has the first one's
     answer), and `if state.get("k") is None: state["k"] = ...` is not reported (the branch
     fills the key it lacked, so later code sees one key set). Nor is an `if` (not an
-    `elif`) whose other side only raises: a step that raises makes no second program.
+    `elif`) whose other side only raises: a step that raises makes no second program. Nor
+    an `if` with no `else` that only does host bookkeeping (binds the element, reads its
+    shape, counts in Python; nothing after it reads the element): no tensor op, one graph.
     A key test is `info` unless the project makes that key optional somewhere (removes it
     with `del`/`.pop`, or sets it only under a condition on data; not a write that updates
     the key it reads, `m["k"] = f(m["k"])`, a `del` the same block sets again, a removal on
@@ -109,6 +112,25 @@ class KeyBranch(Rule):
         self._tested: set[tuple[str, str, str]] = set()
         self._elifs: set[int] = set()  # ids of `elif` branches (If nodes in an orelse)
         self._kwargs: list[str | None] = [None]  # each function's `**kwargs` parameter
+        self._blocks: list = []  # statements of the blocks on the walk's path
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.append(node.body)
+
+    def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._blocks.pop()
+
+    def _read_after(self, node: cst.If, names: set[str]) -> bool:
+        """Does a statement after ``node`` in its block read one of ``names``?"""
+        body = self._blocks[-1] if self._blocks else ()
+        after = next((body[i + 1:] for i, s in enumerate(body) if s is node), ())
+        stack = list(after)
+        while stack:
+            current = stack.pop()
+            if isinstance(current, cst.Name) and current.value in names:
+                return True
+            stack.extend(syntax_children(current))
+        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         star = node.params.star_kwarg
@@ -126,6 +148,11 @@ class KeyBranch(Rule):
                 isinstance(node.orelse, cst.Else) and _only_raises(node.orelse.body))):
             # One side ends the step with an exception: no second program. (An `elif`
             # whose `else` raises still picks among the chain's key sets.)
+            return
+        bound: set[str] = set()
+        if node.orelse is None and _host_bookkeeping(node.body, set(), bound) and not self._read_after(node, bound):
+            # if "input_ids" in inputs: tokens += inputs["input_ids"].numel(): shapes and Python
+            # counters only, no tensor op on either side: one graph.
             return
         self._check(node.test)
 
@@ -230,3 +257,76 @@ def _only_raises(block: cst.BaseSuite) -> bool:
         return False
     return isinstance(body[-1].body[-1], cst.Raise)
 
+
+_METADATA_CALLS = frozenset({"isinstance", "len", "hasattr", "getattr", "int", "float", "str", "bool"})
+_METADATA_METHODS = frozenset({"numel", "size", "dim", "ndimension", "nelement"})
+
+
+def _host_bookkeeping(block: cst.BaseSuite, names: set[str], bound: set[str]) -> bool:
+    """Does the block only bind elements of mappings, read shapes and count in Python? ``names``
+    collects the names it binds to Python values (counts, sizes), which arithmetic may use;
+    ``bound``, the names it binds to elements of mappings (the caller checks that nothing after
+    the branch reads them)."""
+    for statement in block.body if isinstance(block, cst.IndentedBlock) else [block]:
+        if isinstance(statement, cst.If):
+            if not _metadata(statement.test, names) or not _host_bookkeeping(statement.body, names, bound) or (
+                    statement.orelse is not None and not (isinstance(statement.orelse, cst.Else)
+                                                          and _host_bookkeeping(statement.orelse.body, names, bound))):
+                return False
+            continue
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return False
+        for small in statement.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if not isinstance(small, (cst.Assign, cst.AugAssign)):
+                return False
+            value = small.value
+            if isinstance(small, cst.Assign) and not all(
+                    isinstance(t.target, cst.Name) or _self_attribute(t.target) for t in small.targets):
+                return False  # w2v_args["corpus_key"] = ...: a key set passed on, not bookkeeping
+            if isinstance(value, cst.Subscript) and isinstance(small, cst.Assign):
+                # ids = inputs["input_ids"]: a binding, no op, if nothing after the branch reads it
+                bound.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+                continue
+            if not _metadata(value, names):
+                return False
+            if isinstance(small, cst.Assign):
+                names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return True
+
+
+def _self_attribute(node: cst.BaseExpression) -> bool:
+    """``self.seq_length``: the object's own Python state."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _metadata(node: cst.BaseExpression, names: set[str]) -> bool:
+    """Shape metadata, a Python count or setting, a None or type test: no tensor op."""
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in names or node.value in ("None", "True", "False")
+    if isinstance(node, cst.Subscript):  # ids.shape[0]
+        return _metadata(node.value, names)
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+        return True
+    if isinstance(node, cst.Attribute):  # self.seq_length, torch.Tensor: settings and types
+        return isinstance(node.value, (cst.Name, cst.Attribute)) and (
+            not isinstance(node.value, cst.Name) or node.value.value in ("self", "torch"))
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in _METADATA_CALLS:
+            return True
+        return isinstance(func, cst.Attribute) and func.attr.value in _METADATA_METHODS
+    if isinstance(node, cst.Comparison):
+        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            return True  # x is None: identity, no op
+        return _metadata(node.left, names) and all(_metadata(c.comparator, names) for c in node.comparisons)
+    if isinstance(node, cst.BooleanOperation):
+        return _metadata(node.left, names) and _metadata(node.right, names)
+    if isinstance(node, cst.BinaryOperation):
+        return _metadata(node.left, names) and _metadata(node.right, names)
+    if isinstance(node, cst.UnaryOperation):
+        return _metadata(node.expression, names)
+    return False
