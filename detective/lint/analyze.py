@@ -196,6 +196,8 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     summary.value_refs = entrances.value_refs(model.classes)
     summary.cuda_built = [(scope, resolved) for scope, target in entrances.cuda_built()
                           if (resolved := _resolve_local(model, target, scope))]
+    summary.device_built = [(scope, resolved) for scope, target in entrances.device_built()
+                            if (resolved := _resolve_local(model, target, scope))]
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary

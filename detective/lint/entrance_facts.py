@@ -16,6 +16,8 @@ from detective.lint.entrances import BUILDS_CLS, COMPILE_DISABLED, DISABLES, DIS
 _SELF_RETURNING = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_",
                              "to", "cuda"})
 _CONSTANTS = frozenset({"True", "False", "None", "NotImplemented", "Ellipsis", "__name__", "__file__"})
+_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "double", "bfloat16", "int8",
+                     "int16", "int32", "int64", "long", "int", "uint8", "bool", "complex64"})
 _NOT_PROJECT = ("torch", "numpy", "typing", "builtins", "collections", "functools", "abc")
 
 
@@ -51,6 +53,11 @@ class EntranceFacts:
         self.plain_keys: set[tuple[str, str]] = set()
         self.moved: set[tuple[str, str]] = set()  # (scope, target): `v = f(...)` then v moved off XLA
         self._pending: list[list] = []  # per open block: the callees whose results it moves
+        # Constructions put on a device the code names by a value (`M().to(device)`,
+        # `M(device=d)`, `m = M()` then `m.to(d)`): maybe the XLA device.
+        self.to_device: set[int] = set()
+        self.device_moved: set[tuple[str, str]] = set()  # (scope, target)
+        self._device_pending: list[list] = []
         self._part_loops: dict[tuple[str, str], str] = {}  # (scope, loop variable) -> container attribute
 
     # ------------------------------------------------------------------ definitions
@@ -81,13 +88,15 @@ class EntranceFacts:
     # ------------------------------------------------------------------ moved results
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._pending.append(_moves_in(node.body))
+        self._device_pending.append(_device_moves_in(node.body))
 
     def leave_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         # resolved on leaving: a function-level import above the call is known by now
-        for func in self._pending.pop():
-            target = self.model.call_target(func)
-            if target:
-                self.moved.add((self.model.scope.qualname, target))
+        for found, pending in ((self.moved, self._pending), (self.device_moved, self._device_pending)):
+            for func in pending.pop():
+                target = self.model.call_target(func)
+                if target:
+                    found.add((self.model.scope.qualname, target))
 
     # ------------------------------------------------------------------ uses
     # Only names that may be classes are followed (CamelCase or _Private, as PEP 8 names
@@ -117,13 +126,16 @@ class EntranceFacts:
                 # mod.Model(...) builds Model; Model.Config(...) is a member of Model (a config
                 # class whose build() makes a Model): the receiver is a use, decided across files.
                 self._use_expression(func.value)
-            if name == "cuda" or name == "to" and _to_cuda(node, name):
+            if name == "cuda" or name == "to":
                 inner = func.value
                 while type(inner) is cst.Call and type(inner.func) is cst.Attribute \
                         and inner.func.attr.value in _SELF_RETURNING:
                     inner = inner.func.value
                 if type(inner) is cst.Call:
-                    self.to_cuda.add(id(inner))
+                    if name == "cuda" or _to_cuda(node, name):
+                        self.to_cuda.add(id(inner))
+                    elif _to_device(node):
+                        self.to_device.add(id(inner))
         elif kind is cst.Name:
             name = func.value
             if name == "isinstance" or name == "issubclass":
@@ -143,6 +155,10 @@ class EntranceFacts:
         if not (first.isupper() or first == "_"):
             return
         key = (self.model.scope.qualname, name)
+        if id(node) in self.to_device or _device_argument(node):
+            target = self.model.call_target(func)
+            if target:
+                self.device_moved.add((key[0], target))
         if id(node) in self.to_cuda:
             target = self.model.call_target(func)
             if target:
@@ -196,11 +212,69 @@ class EntranceFacts:
                 found["#" + dotted] = None
         return sorted(r for r in found if not r.startswith(_NOT_PROJECT))
 
+    def device_built(self) -> list[tuple[str, str]]:
+        """(scope, call target) where some construction is put on a device named by a value."""
+        return sorted(self.device_moved)
+
     def cuda_built(self) -> list[tuple[str, str]]:
         """(scope, call target) where every construction of that name in the scope goes
         straight to CUDA, or whose result the scope moves to CUDA or the CPU."""
         return sorted({(scope, target) for (scope, name), target in self.cuda_keys.items()
                        if (scope, name) not in self.plain_keys} | self.moved)
+
+
+def _device_value(node: cst.BaseExpression) -> bool:
+    """A device the code names by a value: not a "cpu"/"cuda" literal, not a dtype."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value.startswith("xla")
+    if isinstance(node, cst.Integer):
+        return False
+    if isinstance(node, cst.Attribute) and node.attr.value in _DTYPES:
+        return False
+    return not (isinstance(node, cst.Name) and node.value in _CONSTANTS)
+
+
+def _to_device(call: cst.Call) -> bool:
+    """``.to(device)`` / ``.to(device=d)`` with the device named by a value."""
+    for position, arg in enumerate(call.args):
+        if arg.keyword is None and position == 0 or arg.keyword is not None and arg.keyword.value == "device":
+            return _device_value(arg.value)
+    return False
+
+
+def _device_argument(call: cst.Call) -> bool:
+    """``M(..., device=d)``: built on a device named by a value."""
+    return any(arg.keyword is not None and arg.keyword.value == "device" and _device_value(arg.value)
+               for arg in call.args)
+
+
+def _device_moves_in(statements) -> list:
+    """``v = build(...)``, then in the same block ``v.to(d)`` or ``v = v.to(d)`` with the
+    device named by a value: the ``build`` callees whose results may run on any device."""
+    found = []
+    bound: dict[str, cst.BaseExpression] = {}
+    for statement in statements:
+        if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
+            continue
+        small = statement.body[0]
+        value = small.value if type(small) in (cst.Expr, cst.Assign) else None
+        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "to" \
+                and _to_device(value):
+            inner = value.func.value
+            while type(inner) is cst.Call and type(inner.func) is cst.Attribute \
+                    and inner.func.attr.value in _SELF_RETURNING:
+                inner = inner.func.value
+            name = _dotted(inner)
+            if name in bound:
+                found.append(bound.pop(name))
+                continue
+        assigned = _single_assign(statement)
+        if assigned is not None:
+            name, value = assigned
+            bound.pop(name, None)
+            if type(value) is cst.Call:
+                bound[name] = value.func
+    return found
 
 
 def _moves_in(statements) -> list:

@@ -29,7 +29,15 @@ around them. What it builds is not made eager by it (the layers are what is comp
 
 A class defined in a test file and built or named in no other file is eager-only when
 neither that file nor any scope it reaches through calls imports torch_xla or calls a
-compiler (the ``compiles`` scope tag): the test runs it eagerly.
+compiler (the ``compiles`` scope tag): the test runs it eagerly. In a test that does use
+torch_xla, a module class defined in a test file is eager-only when every construction of it
+is in a test file and none puts it on a device the code names by a value (``M().to(device)``,
+``M(device=d)``, ``m = M()`` then ``m.to(d)`` in the same block; a ``"cpu"``/``"cuda"``
+literal or a dtype is no such device), nor one of its subclasses, and no scope the test
+reaches compiles: the XLA side of such a test is a library model, this one its CPU
+reference (neuronx-distributed's ``CPUMoE`` golden models). Limits: an instance handed to a
+wrapper that moves it (``FSDP(M())``, a trainer given ``device=``) is not followed; a
+trainer that may compile keeps the class a root through the ``compiles`` reach.
 
 Entrances the call graph cannot see make a class *unknown*, never eager-only: the class
 named anywhere as a value (a registry, ``getattr`` target, an argument, a
@@ -166,6 +174,7 @@ class EagerRoots:
         self.compile_files = compile_files
         self._callers: dict[Node, set[str]] | None = None
         named_in: dict[Node, set[str]] = {}  # class -> files that build it or name it as a value
+        on_device: set[Node] = set()  # classes some construction puts on a device named by a value
         for summary in project.files.values():
             for ref in summary.value_refs:
                 parts = ref.split(".")
@@ -188,6 +197,7 @@ class EagerRoots:
                     if cls is not None:
                         unknown.add(cls)
             cuda_built = {(scope, target) for scope, target in summary.cuda_built}
+            device_built = {(scope, target) for scope, target in summary.device_built}
             for qualname, scope in summary.scopes.items():
                 node = (summary.path, qualname)
                 if BUILDS_CLS in scope.tags and scope.class_name in summary.classes:
@@ -203,6 +213,8 @@ class EagerRoots:
                     if cls is not None:
                         entrances.setdefault(cls, []).append((node, (qualname, target) in cuda_built))
                         named_in.setdefault(cls, set()).add(summary.path)
+                        if (qualname, target) in device_built:
+                            on_device.add(cls)
         if factories:
             callers: dict[Node, list[Node]] = {}
             for caller, callees in graph.succ.items():
@@ -224,10 +236,17 @@ class EagerRoots:
             self.programs = programs if programs.active else None
         eager: dict[Node, tuple[tuple[str, ...], str]] = {}  # class -> (built by, base reason)
         self.reasons: dict[Node, str] = {}
-        for cls in self._test_only(set(project.class_roots.values()), named_in, graph):
+        self._test_verdicts: dict[str, tuple[bool, bool]] = {}
+        class_roots = set(project.class_roots.values())
+        for cls in self._test_only(class_roots, named_in, graph):
             eager[cls] = (), f"in {cls[0]}, a test that neither compiles nor uses torch_xla"
             self.reasons[cls] = (f"{cls[1]} is defined and used only in {cls[0]}, a test that neither "
                                  "compiles nor uses torch_xla: it runs eagerly")
+        for cls in self._test_models(class_roots - set(eager) - unknown, named_in, on_device, subclassed, graph):
+            eager[cls] = (), f"in {cls[0]}, a test"
+            self.reasons[cls] = (f"{cls[1]} is a model defined in {cls[0]} and used only by tests, which never "
+                                 "put it on a device nor compile, and no step loop reaches its forward: "
+                                 "such a model runs eagerly on the CPU, usually as a reference")
         if self.whole:  # a Function no code applies: its forward runs only from code elsewhere
             for cls in sorted(set(project.class_roots.values())):
                 if cls not in entrances and cls not in unknown and cls not in subclassed \
@@ -281,21 +300,32 @@ class EagerRoots:
         """Modules and Functions defined in a test file, built or named nowhere else, where
         neither that file nor anything it calls uses torch_xla or torch.compile: the test
         runs them eagerly (a test of compiled or XLA behaviour has one of those in reach)."""
-        found, verdicts = [], {}
-        for cls in sorted(classes):
-            path = cls[0]
-            if not is_test_path(path) or named_in.get(cls, {path}) != {path}:
-                continue
-            if path not in verdicts:  # what the test runs, by scope: a library's unused compile() is no reach
-                files = self.project.files
-                mine = [(path, q) for q in files[path].scopes]
-                reached = set(mine) | graph.descendants(mine)
-                verdicts[path] = not files[path].imports_xla and COMPILE_FACT not in files[path].facts and not any(
-                    files[p].imports_xla or COMPILES in files[p].scopes[q].tags
-                    for p, q in reached if p in files and q in files[p].scopes)
-            if verdicts[path]:
-                found.append(cls)
-        return found
+        return [cls for cls in sorted(classes) if is_test_path(cls[0]) and named_in.get(cls, {cls[0]}) == {cls[0]}
+                and self._test_reach(cls[0], graph) == (False, False)]
+
+    def _test_models(self, classes: set[Node], named_in: dict[Node, set[str]], on_device: set[Node],
+                     subclassed: dict[Node, list[Node]], graph) -> list[Node]:
+        """Modules defined in a test file and built (never named as a value) only in test files,
+        never put on a device the code names by a value (``M().to(device)``, ``M(device=d)``,
+        ``m = M()`` then ``m.to(d)``), nor any of their subclasses, in tests that compile
+        nothing: whatever else the tests run on torch_xla, such a model stays on the CPU."""
+        return [cls for cls in sorted(classes) if is_test_path(cls[0]) and self.project.class_kind(cls) != "function"
+                and all(map(is_test_path, named_in.get(cls, {cls[0]})))
+                and cls not in on_device and not any(sub in on_device for sub in subclassed.get(cls, ()))
+                and not self._test_reach(cls[0], graph)[1]]
+
+    def _test_reach(self, path: str, graph) -> tuple[bool, bool]:
+        """(uses torch_xla, compiles): in test file ``path`` or any scope it reaches through calls
+        (what the test runs, by scope: a library's unused compile() is no reach)."""
+        verdicts = self._test_verdicts
+        if path not in verdicts:
+            files = self.project.files
+            mine = [(path, q) for q in files[path].scopes]
+            reached = [(p, q) for p, q in set(mine) | graph.descendants(mine) if p in files and q in files[p].scopes]
+            verdicts[path] = (files[path].imports_xla or any(files[p].imports_xla for p, _ in reached),
+                              COMPILE_FACT in files[path].facts
+                              or any(COMPILES in files[p].scopes[q].tags for p, q in reached))
+        return verdicts[path]
 
     def _eager_entrance(self, node: Node, moved: bool, eager: dict) -> tuple[tuple[str, ...], str] | None:
         """Why an entrance is eager, as (classes it is built by, innermost first; the base reason)."""

@@ -203,9 +203,11 @@ class FileSummary:
     setters_called: list[str] = field(default_factory=list)
     # Where classes may be entered (see detective.lint.entrances): names used as values
     # (a registry, an argument, a base: entrances the call graph cannot see), and
-    # (scope, call target) pairs whose every construction there is moved straight to CUDA.
+    # (scope, call target) pairs whose every construction there is moved straight to CUDA,
+    # and those with a construction put on a device the code names by a value.
     value_refs: list[str] = field(default_factory=list)
     cuda_built: list[tuple[str, str]] = field(default_factory=list)
+    device_built: list[tuple[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -227,6 +229,7 @@ class FileSummary:
         summary.forwards = [tuple(p) for p in data.get("forwards", ())]
         summary.attr_params = [tuple(p) for p in data.get("attr_params", ())]
         summary.cuda_built = [tuple(p) for p in data.get("cuda_built", ())]
+        summary.device_built = [tuple(p) for p in data.get("device_built", ())]
         summary.candidates = [
             Candidate(**{**c, "fix": tuple(tuple(e) for e in c.get("fix", ())),
                          "after_calls": tuple(c.get("after_calls", ())),

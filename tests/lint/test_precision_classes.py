@@ -1593,6 +1593,88 @@ def test_a_test_module_in_reach_of_xla_or_compile_or_used_elsewhere_stays_a_warn
     assert set(_severities(asks).values()) == {"info"}
 
 
+# --- reach: a CPU reference model in a test that runs a library model on torch_xla -------------
+# neuronx-distributed's CPUMoE golden models (held-out judges, session 13).
+
+GOLDEN_TEST = {
+    "lib/__init__.py": "",
+    "lib/moe.py": """
+        import torch
+
+        class MoE(torch.nn.Module):
+            def forward(self, x):
+                return x * 2
+    """,
+    "tests/test_moe.py": """
+        import torch
+        import torch_xla.core.xla_model as xm
+        from lib.moe import MoE
+
+        class GoldenMoE(torch.nn.Module):
+            def forward(self, x):
+                chosen = x > 0
+                return x[chosen].sum().item()
+
+        def test_moe():
+            device = xm.xla_device()
+            golden = GoldenMoE()
+            inputs = torch.randn(4)
+            expected = golden(inputs)
+            got = MoE().to(device)(inputs.to(device))
+            xm.mark_step()
+    """,
+}
+
+
+def _golden(test: str, **more) -> dict:
+    return {k: textwrap.dedent(v) for k, v in {**GOLDEN_TEST, "tests/test_moe.py": test, **more}.items()}
+
+
+def test_a_model_defined_in_an_xla_test_and_never_put_on_a_device_is_info_with_its_reason():
+    found = {(f.path, f.line, f.code): (f.severity, f.message) for f in lint_sources(_golden(GOLDEN_TEST["tests/test_moe.py"]))}
+    assert {k: s for k, (s, _) in found.items()} == {
+        ("tests/test_moe.py", 9, "RC005"): "info", ("tests/test_moe.py", 9, "RC001"): "info"}
+    assert ("GoldenMoE is a model defined in tests/test_moe.py and used only by tests, which never put it on a "
+            "device nor compile") in found[("tests/test_moe.py", 9, "RC001")][1]
+    # The same test built with a dtype, or moved to the CPU, keeps the model on the CPU.
+    for built in ("GoldenMoE().to(torch.bfloat16)", 'GoldenMoE().eval().to("cpu")'):
+        test = GOLDEN_TEST["tests/test_moe.py"].replace("GoldenMoE()", built)
+        assert set(_severities(_golden(test)).values()) == {"info"}, built
+
+
+def test_a_test_model_put_on_a_device_compiled_named_or_built_elsewhere_stays_a_warning():
+    test = GOLDEN_TEST["tests/test_moe.py"]
+    variants = {
+        "moved at once": test.replace("golden = GoldenMoE()", "golden = GoldenMoE().eval().to(device)"),
+        "moved later": test.replace("golden = GoldenMoE()", "golden = GoldenMoE()\n            golden = golden.to(device)"),
+        "moved in place": test.replace("golden = GoldenMoE()", "golden = GoldenMoE()\n            golden.to(device=device)"),
+        "built on a device": test.replace("golden = GoldenMoE()", "golden = GoldenMoE(device=device)"),
+        "an xla string": test.replace("golden = GoldenMoE()", 'golden = GoldenMoE().to("xla:0")'),
+        "compiled": test.replace("expected = golden(inputs)", "expected = torch.compile(golden)(inputs)"),
+        "named as a value": test.replace("golden = GoldenMoE()", "golden = build(GoldenMoE)"),
+    }
+    for why, variant in variants.items():
+        assert set(_severities(_golden(variant)).values()) == {"warning"}, why
+    subclass_on_device = _golden(test, **{"tests/test_sub.py": """
+        import torch_xla.core.xla_model as xm
+        from tests.test_moe import GoldenMoE
+
+        class Sub(GoldenMoE):
+            pass
+
+        def test_sub():
+            Sub().to(xm.xla_device())
+    """})
+    built_in_library = _golden(test, **{"lib/golden.py": """
+        from tests.test_moe import GoldenMoE
+
+        def reference():
+            return GoldenMoE()
+    """})
+    for files in (subclass_on_device, built_in_library):
+        assert "warning" in set(_severities(files).values()), files.keys()
+
+
 def test_test_paths_follow_pytest_conventions():
     from detective.lint.discovery import is_test_path
 
