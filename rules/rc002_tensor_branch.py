@@ -44,6 +44,22 @@ class TensorBranch(Rule):
     """
 
     VALID = [
+        # A field of a config-named mapping is a setting, not a batch field (neuronx-distributed's
+        # zero1 test, diffusers' far_cfg).
+        Valid(
+            """
+import torch_xla.core.xla_model as xm
+
+def train(model, loader, optimizer, parallel_config):
+    for batch in loader:
+        loss = model(batch)
+        if parallel_config["ep_degree"] > 1:
+            loss = loss / parallel_config["ep_degree"]
+        loss.backward()
+        optimizer.step()
+        xm.mark_step()
+"""
+        ),
         # The branch fills the attribute it tests: it runs at the first call only.
         Valid(
             """
@@ -294,6 +310,22 @@ class Pipe(FreeInitMixin):
         ),
     ]
     INVALID = [
+        # The same test on a field of the batch reads a tensor.
+        Invalid(
+            """
+import torch_xla.core.xla_model as xm
+
+def train(model, loader, optimizer, parallel_config):
+    for batch in loader:
+        loss = model(batch)
+        if batch["ntokens"] > 1:
+            loss = loss / batch["ntokens"]
+        loss.backward()
+        optimizer.step()
+        xm.mark_step()
+""",
+            line=7,
+        ),
         Invalid(
             """
 import math

@@ -13,6 +13,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
+from detective.lint.guard_syntax import is_config
 from detective.lint.walker import walk
 
 _NUMBER_CASTS = frozenset({"long", "int", "float", "double", "half", "bfloat16", "short"})
@@ -140,8 +141,8 @@ class TensorInference:
             depth = 0
             while isinstance(value, cst.Subscript):
                 value, depth = value.value, depth + 1
-            if not (isinstance(value, cst.Name) and value.value in model.function.data_names):
-                return False
+            if not (isinstance(value, cst.Name) and value.value in model.function.data_names) or is_config(value):
+                return False  # parallel_config["ep_degree"], cfg["lr"]: settings, not batch fields
             # packed: Dict[str, List[Any]]: packed["flags"] is a list, as annotated.
             annotation = model.function.annotations.get(value.value)
             return annotation is None or not annotation_is_plain(element_annotation(annotation, depth + 1))
