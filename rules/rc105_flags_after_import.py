@@ -16,11 +16,13 @@ READ_AT_IMPORT = frozenset({
 })
 # Read again at every use: XLA_STABLEHLO_COMPILE at each compile (PJRT client),
 # XLA_AUTO_SPMD_MESH at each graph hash (pytorch/xla's test_xla_auto_sharding asserts a change
-# takes effect), the others by torch_xla's Python code at each call (dynamo bridge, debug file,
-# all_reduce).
+# takes effect), XLA_DISABLE_FUNCTIONALIZATION at each tensor wrap and view op (getenv in
+# torch_util.cpp MaybeWrapTensorToFunctional, aten_xla_type.cpp, tensor_methods.cpp; only the
+# FSDP module keeps the value it saw at its own import), the others by torch_xla's Python
+# code at each call (dynamo bridge, debug file, all_reduce).
 READ_PER_USE = frozenset({
     "XLA_STABLEHLO_COMPILE", "XLA_AUTO_SPMD_MESH", "XLA_DYNAMO_INPUT_SHARDING_CHECK_THRESHOLD",
-    "PT_XLA_DEBUG_FILE", "XLA_ALWAYS_ALLREDUCE",
+    "PT_XLA_DEBUG_FILE", "XLA_ALWAYS_ALLREDUCE", "XLA_DISABLE_FUNCTIONALIZATION",
 })
 
 
@@ -136,6 +138,7 @@ os.environ["PJRT_DEVICE"] = "CPU"
 os.environ["XLA_IR_DEBUG"] = "1"
 print(xr.global_runtime_device_count())
 os.environ["XLA_STABLEHLO_COMPILE"] = "1"  # read at every compile
+os.environ["XLA_DISABLE_FUNCTIONALIZATION"] = "0"  # read at every tensor wrap
 """
         ),
         Valid(
