@@ -6,7 +6,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from detective.lint.config import Config
 
@@ -59,13 +59,26 @@ def _excluded(path: Path, config: Config) -> bool:
                for pattern in config.exclude)
 
 
+def package_parts(directory: PurePath, is_package) -> tuple[tuple[str, ...], PurePath]:
+    """Dotted package parts of a directory and the sys.path root above it, with
+    ``is_package(d)`` saying whether directory ``d`` holds an ``__init__.py``."""
+    parts: list[str] = []
+    while is_package(directory) and directory.parent != directory and directory.name:
+        parts.append(directory.name)
+        parent = directory.parent
+        if not is_package(parent) and parent.parent != parent and parent.name and is_package(parent.parent):
+            # A directory without __init__.py between two packages is a namespace package
+            # (PEP 420): optimum-neuron's backend/modules/decoder imports `...model_wrapper`.
+            parts.append(parent.name)
+            parent = parent.parent
+        directory = parent
+    return tuple(reversed(parts)), directory
+
+
 @lru_cache(maxsize=4096)
 def _package_parts(directory: Path) -> tuple[tuple[str, ...], str]:
-    """Dotted package parts of a directory and the sys.path root above it."""
-    if (directory / "__init__.py").is_file() and directory.parent != directory:
-        parts, root = _package_parts(directory.parent)
-        return (*parts, directory.name), root
-    return (), str(directory)
+    parts, root = package_parts(directory, lambda d: (d / "__init__.py").is_file())
+    return parts, str(root)
 
 
 @lru_cache(maxsize=8192)

@@ -10,12 +10,12 @@ import fnmatch
 import hashlib
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
-from detective.lint.discovery import absolute_path, discover, file_facts, relative_path
+from detective.lint.discovery import absolute_path, discover, file_facts, package_parts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
 from detective.lint.export_code import EXPORT_NOTE, export_checked
@@ -389,10 +389,6 @@ def summarise_sources(sources: dict[str, str], config: Config | None = None) -> 
 
 
 def _module_from_names(path: str, sources: dict[str, str]) -> tuple[str, bool]:
-    pure = Path(path)
-    parts = [] if pure.stem == "__init__" else [pure.stem]
-    directory = pure.parent
-    while str(directory) not in {".", ""} and (directory / "__init__.py").as_posix() in sources:
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts), pure.stem == "__init__"
+    pure = PurePosixPath(path)
+    parts, _ = package_parts(pure.parent, lambda d: (d / "__init__.py").as_posix() in sources)
+    return ".".join(parts if pure.stem == "__init__" else (*parts, pure.stem)), pure.stem == "__init__"

@@ -1853,6 +1853,34 @@ def test_a_file_whose_relative_import_names_no_module_cannot_be_imported_and_its
     assert _severities(present)[("pkg/models/copied.py", 8, "RC005")] == "warning"
 
 
+def test_a_namespace_directory_between_two_packages_is_part_of_the_module_name(tmp_path):
+    # optimum-neuron: backend/__init__.py, backend/modules/ (none), backend/modules/decoder/__init__.py,
+    # whose files import `from ...model_wrapper import NxDModelWrapper`.
+    from pathlib import Path
+
+    from detective.lint.discovery import file_facts
+
+    for name in ("pkg/__init__.py", "pkg/base.py", "pkg/ns/sub/__init__.py", "pkg/ns/sub/model.py",
+                 "scripts/tools/run.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert file_facts(Path(tmp_path / "pkg/ns/sub/model.py"))[1:3] == ("pkg.ns.sub.model", str(tmp_path.resolve()))
+    assert file_facts(Path(tmp_path / "scripts/tools/run.py"))[1] == "run"  # no package above: a script
+    found = {(f.path, f.line): f.region for f in lint_sources({
+        "pkg/__init__.py": "",
+        "pkg/base.py": "import torch\n\nclass Base(torch.nn.Module):\n    pass\n",
+        "pkg/ns/sub/__init__.py": "",
+        "pkg/ns/sub/model.py": textwrap.dedent("""
+            from ...base import Base
+
+            class Head(Base):
+                def forward(self, x):
+                    return x[x > 0]
+        """),
+    })}
+    assert found == {("pkg/ns/sub/model.py", 6): "nn.Module.forward"}  # the base found, not guessed
+
+
 def test_relative_imports_are_checked_against_the_files_and_the_disk(tmp_path):
     from detective.lint.importable import unimportable_files
     from detective.lint.model import FileSummary
