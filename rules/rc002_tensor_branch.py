@@ -44,6 +44,20 @@ class TensorBranch(Rule):
     """
 
     VALID = [
+        # A layout query gives a Python bool (apex's multihead attention: is_coalesced()).
+        Valid(
+            """
+import torch
+
+class Sparse(torch.nn.Module):
+    def forward(self, x, weight):
+        if not weight.is_coalesced():
+            weight = weight.coalesce()
+        if x.is_signed() and x.is_same_size(weight):
+            x = x.abs()
+        return torch.sparse.mm(weight, x)
+"""
+        ),
         # A field of a config-named mapping is a setting, not a batch field (neuronx-distributed's
         # zero1 test, diffusers' far_cfg).
         Valid(

@@ -37,6 +37,9 @@ NON_TENSOR_METHODS = frozenset(
         "element_size", "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "stride",
         "storage_offset", "get_device", "equal", "allclose", "is_nonzero", "backward",
         "register_hook", "untyped_storage", "is_pinned", "is_shared", "has_names", "type",
+        # layout and flag queries (torch 2.9's callable is_*, but is_nonzero, which reads a value)
+        "is_coalesced", "is_conj", "is_distributed", "is_inference", "is_neg", "is_same_size",
+        "is_set_to", "is_signed",
         "__len__", "keys", "values", "items", "get",
         # list/dict/ndarray methods torch.Tensor lacks: `mems.copy()` is no tensor, whatever
         # `mems` was taken for (x-transformers' `mems = mems.copy() if ... else [None] * n`)
