@@ -62,6 +62,21 @@ class PythonAccumulator(Rule):
     """
 
     VALID = [
+        # A helper that returns a Python float (aws-neuron-samples' U-Net calc_accuracy).
+        Valid("""
+import torch
+import torch_xla.distributed.parallel_loader as pl
+
+def dice(output, target):
+    score = (2 * (output * target).sum()) / (output + target).sum()
+    return torch.mean(score).item()
+
+def test_loop_fn(model, loader, device):
+    accuracy = 0
+    for step, (data, target) in enumerate(pl.MpDeviceLoader(loader, device)):
+        accuracy += dice(model(data), target)
+    return accuracy
+"""),
         Valid(
             """
 import torch
@@ -101,6 +116,20 @@ def cpu_total(batches):
         ),
     ]
     INVALID = [
+        Invalid("""
+import torch
+import torch_xla.distributed.parallel_loader as pl
+
+def dice(output, target):
+    score = (2 * (output * target).sum()) / (output + target).sum()
+    return torch.mean(score)
+
+def test_loop_fn(model, loader, device):
+    accuracy = 0
+    for step, (data, target) in enumerate(pl.MpDeviceLoader(loader, device)):
+        accuracy += dice(model(data), target)
+    return accuracy
+""", line=12),
         Invalid(
             """
 import torch
@@ -174,12 +203,13 @@ for step in range(10):
         region = self.context.current_region()
         steps = region is not None and region.node is node and self.context.region_is_step(region)
         if steps or over_loader:
-            for target, message, index, name in pending:
-                self.report(target, message, at_index=index if steps else None, subject=name)
+            for target, message, index, name, assumes in pending:
+                self.report(target, message, at_index=index if steps else None, subject=name, assumes=assumes)
         elif self._loops:  # an inner loop of a step loop: the outer one decides
             regions = self.context.regions.frames[-1]  # this function's open loop regions
             index = regions[-2].current if len(regions) > 1 else -1
-            self._loops[-1][1].extend((target, message, index, name) for target, message, _, name in pending)
+            self._loops[-1][1].extend((target, message, index, name, assumes)
+                                      for target, message, _, name, assumes in pending)
 
     leave_While = leave_For
 
@@ -206,12 +236,13 @@ for step in range(10):
         depth = self._numbers[-1].get(name)
         if depth is None or depth >= len(self._loops) or not self.context.is_tensor(value):
             return  # not a number set before this loop, or not adding a tensor
+        assumes = self.context.assumptions()  # reported at the loop's end, when they are gone
         region = self.context.current_region()
         index = region.current if region is not None else -1
         message = (f"`{name}` starts as a Python number and adds tensors in a step loop: the first step's graph "
                    "differs from the rest (two programs); create it on the device and torch_xla.sync() before "
                    "the loop, or sum per-batch values after the loop")
-        self._loops[-1][1].append((node, message, index, name))
+        self._loops[-1][1].append((node, message, index, name, assumes))
 
 
 def _is_name(node, name: str) -> bool:

@@ -78,6 +78,11 @@ class Bindings:
         calls = _calls_to(outer.body, node.name.value, node)
         if not calls:
             return
+        loaders = self._loaders_bound_in(outer.body)
+        for index, param in enumerate(params):  # train_loop_fn(model, device_loader): a loader
+            passed = [_argument(call, index, param.name.value) for call in calls]
+            if loaders and all(isinstance(a, cst.Name) and a.value in loaders for a in passed):
+                frame.loader_names.add(param.name.value)
         infer = self.infer
         for index, param in enumerate(params):
             name = param.name.value
@@ -92,6 +97,21 @@ class Bindings:
                 frame.tensor_names.add(name)
                 frame.assumed_names[name] = tuple(dict.fromkeys(taken))
         infer.assumed.clear()
+
+    def _loaders_bound_in(self, body: cst.CSTNode) -> set[str]:
+        """Names a function body binds to a syncing loader (``pl.MpDeviceLoader(...)``),
+        anywhere in it (the nested train loop is defined before the loader is made)."""
+        found: set[str] = set()
+
+        def on_visit(node) -> bool:
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
+                    and self.resolve(node.value.func) in SYNCING_LOADERS:
+                found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+            return not isinstance(node, (cst.FunctionDef, cst.ClassDef))
+
+        for statement in getattr(body, "body", ()):
+            walk(statement, on_visit, lambda node: None)
+        return found
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) \

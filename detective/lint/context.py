@@ -85,12 +85,13 @@ class Context:
 
     def report(self, code: str, node: cst.CSTNode, message: str, scope: str | None = None, *,
                replace=None, fix_title: str = "", after_calls=(), at_index: int | None = None,
-               subject: str = "", severity: str = "warning", project=((), ()), guarded_by=()) -> None:
+               subject: str = "", severity: str = "warning", project=((), ()), guarded_by=(),
+               assumes=()) -> None:
         """Record a candidate; see :meth:`detective.lint.rule.Rule.report`."""
         if self.regions.dead_depth:
             return  # never runs traced on XLA (see Regions.silenced)
         extras = (replace, fix_title, tuple(after_calls)) if replace or after_calls else None
-        assumes = tuple(dict.fromkeys(self._assumed))
+        assumes = tuple(dict.fromkeys((*assumes, *self._assumed)))
         guarded = self.guards.guarded_by() if self.guards.active else ()
         if guarded_by:  # the evidence was made under these guards (a value set in `if P:`)
             guarded = tuple(dict.fromkeys((*guarded, *guarded_by)))
@@ -100,6 +101,11 @@ class Context:
             message += f" ({self.regions.cuda_why[-1]}: not on an XLA host, but real on a GPU)"
         self.regions.report((code, message, node, extras, subject, assumes, severity, (guarded, rests_on), project),
                             scope, at_index)
+
+    def assumptions(self) -> tuple[str, ...]:
+        """What the tensor evidence read since this visit began rests on (``#helper``: the
+        project's helper returns a tensor), for a rule that reports later (``assumes=``)."""
+        return tuple(dict.fromkeys(self._assumed))
 
     # ------------------------------------------------------------------ the walk
     def run(self, module: cst.Module) -> None:

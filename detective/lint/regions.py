@@ -64,6 +64,8 @@ class RegionFrame:
     sync_indices: list[int] = field(default_factory=list)  # unconditional syncs
     conditional_sync: bool = False  # a sync under if/for/while: not every iteration syncs
     items: list[Item] = field(default_factory=list)
+    depth: int = 0  # blocks open when the loop began (see Regions.visit_Break)
+    unsynced_break: bool = False  # a `break` with no sync before it in the iteration
 
 
 class Regions(NeverTraced):
@@ -178,10 +180,19 @@ class Regions(NeverTraced):
             self._none_on_xla.pop(name, None)
         it = node.iter
         dotted = self.model.resolve(it.func) if isinstance(it, cst.Call) else None
+        if dotted == "enumerate" and it.args and not it.args[0].star:  # for i, batch in enumerate(loader)
+            it = it.args[0].value
+            dotted = self.model.resolve(it.func) if isinstance(it, cst.Call) else None
         always = dotted in SYNCING_LOADERS or (
             isinstance(it, cst.Name) and it.value in self.model.function.loader_names
         )
         self._push(node, node.body, always)
+        self.frames[-1][-1].depth = len(self._blocks)
+
+    def visit_Break(self, node: cst.Break) -> None:
+        loop = next((r for r in reversed(self.frames[-1]) if isinstance(r.node, (cst.For, cst.While))), None)
+        if loop is not None and not any(b[2] is not None and b[1] > b[2] for b in self._blocks[loop.depth:]):
+            loop.unsynced_break = True
 
     def _push(self, node, body, always: bool, reason: str = "") -> None:
         stmts = block_statements(body)
@@ -189,9 +200,16 @@ class Regions(NeverTraced):
                                            always=always, reason=reason))
 
     def leave_For(self, node) -> None:
-        self._leave_region(node)
+        region = self._leave_region(node)
+        if region.always and isinstance(node, cst.For) and not region.unsynced_break:
+            # MpDeviceLoader syncs before it raises StopIteration (torch_xla 2.9's
+            # parallel_loader), and each break here follows a sync: nothing is pending after
+            # the loop (a read there is materialised, as after torch_xla.sync()).
+            block = self._blocks[-1]
+            block[2] = block[1]
 
-    leave_While = leave_For
+    def leave_While(self, node) -> None:
+        self._leave_region(node)
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
@@ -280,7 +298,7 @@ class Regions(NeverTraced):
         self._pending_hooks = []
 
     # ------------------------------------------------------------------ closing a region
-    def _leave_region(self, node: cst.CSTNode) -> None:
+    def _leave_region(self, node: cst.CSTNode) -> RegionFrame:
         model = self.model
         region = self.frames[-1].pop()
         # The region ends at the last sync every iteration runs; code after a sync that
@@ -324,6 +342,7 @@ class Regions(NeverTraced):
                 outer.items.append(item)
         else:
             self.items.extend(rest)
+        return region
 
 
 def _plain_name(node: cst.BaseExpression) -> str:

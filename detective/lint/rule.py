@@ -89,7 +89,8 @@ class Rule:
                replace: tuple[cst.CSTNode, cst.CSTNode] | None = None, fix_title: str = "",
                after_calls: tuple[str, ...] = (), at_index: int | None = None,
                subject: str = "", severity: str = "warning", costs_on: tuple[str, ...] = (),
-               needs: tuple[str, ...] = (), guarded_by: tuple[str, ...] = ()) -> None:
+               needs: tuple[str, ...] = (), guarded_by: tuple[str, ...] = (),
+               assumes: tuple[str, ...] = ()) -> None:
         """Record a candidate; ``replace=(old, new)`` offers swapping node ``old`` for ``new``.
 
         ``subject`` is what the finding is about as the message shows it (``.item()``,
@@ -102,11 +103,14 @@ class Rule:
         project facts of which one must hold for a warning (see
         :mod:`detective.lint.project_facts`); otherwise the finding is "info". ``guarded_by``:
         parameter guards (``P``/``P+``, as :meth:`ParamGuards.guarded_by`) under which the
-        finding's evidence was made, added to those of the node itself.
+        finding's evidence was made, added to those of the node itself. ``assumes``: what
+        evidence read at an earlier visit rested on (:meth:`Context.assumptions`), for a
+        finding reported later.
         """
         self.context.report(self.code, node, message, scope, replace=replace, fix_title=fix_title,
                             after_calls=after_calls, at_index=at_index, subject=subject,
-                            severity=severity, project=(tuple(costs_on), tuple(needs)), guarded_by=guarded_by)
+                            severity=severity, project=(tuple(costs_on), tuple(needs)), guarded_by=guarded_by,
+                            assumes=assumes)
 
     @classmethod
     def cross_check(cls, candidate, summary, project) -> bool:
