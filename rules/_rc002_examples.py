@@ -4,6 +4,23 @@ apart from the rule's logic in :mod:`detective.rules.rc002_tensor_branch` for le
 from detective.lint.rule import Invalid, Valid
 
 VALID = [
+    # A constructor's **kwargs are options (NeMo's RadTTS), not batch fields.
+    Valid(
+        """
+import torch
+
+class Predictor(torch.nn.Module):
+    def __init__(self, dim, **kwargs):
+        super().__init__()
+        self.use_unvoiced_bias = kwargs["use_unvoiced_bias"]
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x, bias):
+        if self.use_unvoiced_bias:
+            x = x + bias
+        return self.proj(x)
+"""
+    ),
     # A layout query gives a Python bool (apex's multihead attention: is_coalesced()).
     Valid(
         """
@@ -284,6 +301,23 @@ class Pipe(FreeInitMixin):
     ),
 ]
 INVALID = [
+    # The forward's **kwargs do carry the batch.
+    Invalid(
+        """
+import torch
+
+class Predictor(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x, **kwargs):
+        if kwargs["voiced"].any():
+            x = x * 2
+        return self.proj(x)
+""",
+        line=10,
+    ),
     # The same test on a field of the batch reads a tensor.
     Invalid(
         """

@@ -280,7 +280,9 @@ class SemanticModel(Bindings):
         frame = FunctionFrame(scope)
         params = node.params
         for extra in (params.star_arg, params.star_kwarg):
-            if isinstance(extra, cst.Param):
+            # A constructor's **kwargs are options (RadTTS: self.ap_use_unvoiced_bias =
+            # kwargs["ap_use_unvoiced_bias"]), not the fields of a batch.
+            if isinstance(extra, cst.Param) and not (in_class and name == "__init__" and extra is params.star_kwarg):
                 frame.data_names.add(extra.name.value)
         # autograd.Function's static backward gets tensors like forward; ctx is not one.
         is_forward = in_class and (name == "forward" or (
