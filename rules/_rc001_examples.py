@@ -74,10 +74,9 @@ def apply_compile(model):
         block.compile(fullgraph=True)
 """
 
-VALID = [
-    # The whole epoch is compiled, but MpDeviceLoader syncs before it stops and the break
-    # follows a sync: the read after the loop is materialised (aws-neuron-samples' BERT).
-    Valid("""
+# A whole epoch compiled with torch_xla.compile around a loop over MpDeviceLoader, leaving
+# early by a break ({leave}): with or without a sync before it.
+COMPILED_EPOCH = """
 import torch
 import torch_xla
 import torch_xla.core.xla_model as xm
@@ -92,14 +91,19 @@ def train(model, optimizer, train_loader, steps):
             optimizer.step()
             running += loss.detach()
             if i >= steps:
-                xm.mark_step()
-                break
+{leave}
         return running.cpu().item()
 
     train_loop_fn = torch_xla.compile(train_loop_fn)
     device_loader = pl.MpDeviceLoader(train_loader, xm.xla_device())
     return train_loop_fn(model, optimizer, device_loader)
-"""),
+"""
+
+
+VALID = [
+    # The whole epoch is compiled, but MpDeviceLoader syncs before it stops and the break
+    # follows a sync: the read after the loop is materialised (aws-neuron-samples' BERT).
+    Valid(COMPILED_EPOCH.format(leave="                xm.mark_step()\n                break")),
     Valid("""
 import torch
 import torch_xla.core.xla_model as xm
@@ -308,28 +312,7 @@ class TiledEmbedding(torch.nn.Module):
 
 INVALID = [
     # The same loop leaving by a break with the step's work pending: the read runs it.
-    Invalid("""
-import torch
-import torch_xla
-import torch_xla.core.xla_model as xm
-import torch_xla.distributed.parallel_loader as pl
-
-def train(model, optimizer, train_loader, steps):
-    def train_loop_fn(model, optimizer, loader):
-        running = torch.zeros(1, device=xm.xla_device())
-        for i, (data, target) in enumerate(loader):
-            loss = model(data).sum()
-            loss.backward()
-            optimizer.step()
-            running += loss.detach()
-            if i >= steps:
-                break
-        return running.cpu().item()
-
-    train_loop_fn = torch_xla.compile(train_loop_fn)
-    device_loader = pl.MpDeviceLoader(train_loader, xm.xla_device())
-    return train_loop_fn(model, optimizer, device_loader)
-""", line=17),
+    Invalid(COMPILED_EPOCH.format(leave="                break"), line=17),
     Invalid(
         """
 import torch
