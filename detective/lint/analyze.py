@@ -17,7 +17,8 @@ import libcst as cst
 from detective.lint.cache import paused_gc
 from detective.lint.callgraph import UNLINKED_METHODS
 from detective.lint.context import Context
-from detective.lint.model import Candidate, CallRef, FileSummary
+from detective.lint.importable import generated_from
+from detective.lint.model import GENERATED_FROM_FACT, Candidate, CallRef, FileSummary
 
 _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
@@ -91,7 +92,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           star_imports=list(dict.fromkeys(model.star_imports)),
                           relative_imports=_relative_imports(tree),
                           xla_optional=model.imports_xla and not _imports_xla_at_top(tree),
-                          facts=sorted(set(model.project_facts)))
+                          facts=sorted(set(model.project_facts) | _generation_facts(source)))
     for qualname, scope in model.scopes.items():
         scope.return_calls = [t for t in (_resolve_assumption(model, c, qualname) for c in scope.return_calls) if t]
         scope.return_items = [item if item in ("", "tensor") else "|".join(
@@ -201,6 +202,11 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
     summary.candidates.sort(key=lambda c: (c.line, c.column, c.code))
     summary.suppressions = parse_suppressions(source)
     return summary
+
+
+def _generation_facts(source: str) -> set[str]:
+    named = generated_from(source)
+    return {GENERATED_FROM_FACT + named} if named else set()
 
 
 def _imports_xla_at_top(tree: cst.Module) -> bool:

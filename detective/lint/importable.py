@@ -1,4 +1,6 @@
-"""Files that cannot be imported: a top-level relative import names a module the project
+"""Files whose code never runs as such.
+
+Files that cannot be imported: a top-level relative import names a module the project
 lacks (``from ...activations import ACT2FN`` in a file copied from another package "for
 reference only"). Python raises ImportError when it imports such a file, so none of its
 code runs; its findings are ``info``, with the import that decides it named.
@@ -11,6 +13,14 @@ whole-project run (a few files linted alone do not show what their package holds
 only when the directory the import starts from holds project files (a path above the
 linted tree says nothing). Imports under ``try``/``if`` are not recorded (a fallback may
 be expected; see :func:`detective.lint.analyze._relative_imports`).
+
+Sources of generated files: transformers writes each ``modeling_x.py`` from a
+``modular_x.py`` and says so in the generated file's header ("This file was automatically
+generated from src/transformers/models/x/modular_x.py"); its own import machinery skips
+``modular_*`` files (``create_import_structure_from_path``). The source never runs, the
+generated copy does and carries the same findings, so the source's findings are ``info``,
+naming the generated file. Decided from a header among the linted files, matched to a linted
+file by path suffix (the header's path is the repository's, ``src/`` and all).
 """
 
 from __future__ import annotations
@@ -18,8 +28,43 @@ from __future__ import annotations
 import glob
 import os
 import posixpath
+import re
 
-from detective.lint.model import EXTENSION_FACT, FileSummary
+from detective.lint.model import EXTENSION_FACT, GENERATED_FROM_FACT, FileSummary
+
+_GENERATED_HEADER = re.compile(r"automatically generated from\s+(\S+\.py)", re.IGNORECASE)
+
+
+def generated_from(source: str) -> str:
+    """The source file a generated file's header names (in its first 15 lines), or ""."""
+    head = "\n".join(source.splitlines()[:15])
+    found = _GENERATED_HEADER.search(head)
+    return found.group(1).rstrip(".") if found else ""
+
+
+def generation_sources(summaries: list[FileSummary]) -> dict[str, str]:
+    """Path -> why its findings are info, for linted files another linted file's header
+    says it was generated from."""
+    by_suffix: dict[str, list[str]] = {}
+    for summary in summaries:
+        for fact in summary.facts:
+            if fact.startswith(GENERATED_FROM_FACT):
+                by_suffix.setdefault(fact[len(GENERATED_FROM_FACT):], []).append(summary.path)
+    if not by_suffix:
+        return {}
+    by_name: dict[str, list[tuple[str, str]]] = {}  # basename -> (normalised path, path as linted)
+    for summary in summaries:
+        path = posixpath.normpath(summary.path.replace(os.sep, "/"))
+        by_name.setdefault(posixpath.basename(path), []).append((path, summary.path))
+    found = {}
+    for named, generated in by_suffix.items():
+        made = sorted(generated, key=lambda p: (not posixpath.basename(p).startswith("modeling"), p))
+        what = made[0] if len(made) == 1 else f"{made[0]} and {len(made) - 1} more"
+        for path, shown in by_name.get(posixpath.basename(named), ()):
+            if shown not in generated and (named == path or named.endswith("/" + path) or path.endswith("/" + named)):
+                found[shown] = (f"this file is the source {what} {'is' if len(made) == 1 else 'are'} generated from; "
+                                "the generated code is what runs, and the finding stands there")
+    return found
 
 
 def unimportable_files(summaries: list[FileSummary], on_disk=None) -> dict[str, str]:

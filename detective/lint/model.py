@@ -21,6 +21,9 @@ NEEDS_CUDA = "needs-cuda"
 # A FileSummary fact: a module the project's setup.py builds from C++/CUDA sources; its
 # functions run on CPU or CUDA memory only, like a kernel package's.
 EXTENSION_FACT = "extension:"
+# "generated-from:<path>": the file's header says a tool wrote it from <path> (transformers'
+# modular_*.py sources; see detective.lint.importable.generation_sources).
+GENERATED_FROM_FACT = "generated-from:"
 # What such a function needs, as findings say it ("... which needs CUDA or ...").
 NEEDS = "needs CUDA or a CPU/CUDA-only kernel"
 
