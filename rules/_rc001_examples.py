@@ -101,6 +101,18 @@ def train(model, optimizer, train_loader, steps):
 
 
 VALID = [
+    # A lazy message, built only when the check fails (transformers' idefics3).
+    Valid("""
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, embeds, image_mask, features):
+        torch._check(
+            image_mask.sum() * embeds.shape[-1] == features.numel(),
+            lambda: f"tokens: {image_mask.sum()}, features: {features.shape[0]}",
+        )
+        return embeds.masked_scatter(image_mask.unsqueeze(-1), features)
+"""),
     # The whole epoch is compiled, but MpDeviceLoader syncs before it stops and the break
     # follows a sync: the read after the loop is materialised (aws-neuron-samples' BERT).
     Valid(COMPILED_EPOCH.format(leave="                xm.mark_step()\n                break")),
@@ -311,6 +323,18 @@ class TiledEmbedding(torch.nn.Module):
 """
 
 INVALID = [
+    # The same message built before the call: formatted on every forward.
+    Invalid("""
+import torch
+
+class Merge(torch.nn.Module):
+    def forward(self, embeds, image_mask, features):
+        torch._check(
+            image_mask.sum() * embeds.shape[-1] == features.numel(),
+            f"tokens: {image_mask.sum()}, features: {features.shape[0]}",
+        )
+        return embeds.masked_scatter(image_mask.unsqueeze(-1), features)
+""", line=8),
     # The same loop leaving by a break with the step's work pending: the read runs it.
     Invalid(COMPILED_EPOCH.format(leave="                break"), line=17),
     Invalid(

@@ -24,6 +24,19 @@ class Gate(torch.nn.Module):
 """
 
 VALID = [
+    # A slice object named like a mask (transformers' SAM2 video mask decoder).
+    Valid("""
+import torch
+
+class MaskDecoder(torch.nn.Module):
+    def forward(self, masks, iou_pred, scores, multimask: bool):
+        if multimask:
+            mask_slice = slice(1, None)
+        else:
+            mask_slice = slice(0, 1)
+        masks = masks[:, :, mask_slice]
+        return masks, iou_pred
+"""),
     # Named like masks, but integers: an arithmetic result and a gather by two index tensors.
     Valid(
         """
@@ -122,6 +135,29 @@ class Sampler(torch.nn.Module):
 """
 
 INVALID = [
+    # A mask on one side, every position on the other (transformers' MiniCPM-V position ids).
+    Invalid("""
+import torch
+
+class Positions(torch.nn.Module):
+    def forward(self, position_ids, values, attention_mask=None):
+        if attention_mask is not None:
+            valid_mask = attention_mask.bool()
+        else:
+            valid_mask = slice(None)
+        position_ids[:, valid_mask] = values
+        return position_ids
+""", line=10),
+    # The same name bound to a comparison: a boolean mask.
+    Invalid("""
+import torch
+
+class MaskDecoder(torch.nn.Module):
+    def forward(self, masks, iou_pred, scores):
+        mask_slice = scores > 0
+        masks = masks[:, :, mask_slice]
+        return masks, iou_pred
+""", line=7),
     Invalid(
         """
 import torch

@@ -128,6 +128,14 @@ class Bindings:
         trusted = tuple(infer.assumed) if tensor else ()
         boolean = tensor and infer.is_bool_tensor(value)
         numeric = tensor and not boolean and infer.is_numeric_tensor(value)
+        if isinstance(value, cst.Call) and self.resolve(value.func) == "slice":
+            # mask_slice = slice(1, None): no mask, unless another branch bound a mask to it
+            # (valid_mask = m.bool() if ... else slice(None)): the walk keeps the last binding
+            function = self.function
+            if any(isinstance(t, cst.Name) and (t.value in function.bool_names or t.value in function.compare_names)
+                   for t in targets):
+                return
+            numeric = True
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
         on_host = infer.on_host(value)

@@ -130,3 +130,13 @@ def names_in(test: cst.BaseExpression) -> set[str]:
         elif isinstance(node, cst.Comparison):
             stack.append(node.left)
     return found
+
+
+def message_lambda(node: cst.BaseExpression) -> bool:
+    """``lambda: f"..."``: a lazy message (torch._check, transformers' torch_compilable_check)."""
+    if not isinstance(node, cst.Lambda):
+        return False
+    body = node.body
+    if isinstance(body, cst.Call) and isinstance(body.func, cst.Attribute) and body.func.attr.value == "format":
+        body = body.func.value  # lambda: "... {}".format(t.sum())
+    return isinstance(body, (cst.FormattedString, cst.ConcatenatedString, cst.SimpleString))

@@ -25,6 +25,7 @@ from detective.lint.model import CallRef, Scope
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
 from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES, SYNC_CALLS
 from detective.lint.semantic import dotted_name
+from detective.lint.guard_syntax import message_lambda
 from detective.lint.never_traced import NeverTraced, block_statements
 from detective.lint.xla_branches import bound_names, dotted_tail
 
@@ -244,6 +245,8 @@ class Regions(NeverTraced):
             self.dead.update(id(a) for a in node.args)  # logger.error(f"... {x.item()}")
         elif dotted in WARN_CALLS:
             self.dead.update(id(a) for a in node.args)
+        # torch._check(cond, lambda: f"... {t.sum()}"): a message built only when the check fails
+        self.dead.update(id(a.value) for a in node.args if message_lambda(a.value))
         if dotted in SYNC_CALLS:
             block = self._blocks[-1]
             block[2] = block[1]
