@@ -101,6 +101,21 @@ def train(model, optimizer, train_loader, steps):
 
 
 VALID = [
+    # A decorator factory runs once, where the def is (transformers' @auto_docstring).
+    Valid("""
+import torch
+
+def documented(checkpoint=None):
+    def decorate(fn):
+        fn.__doc__ = f"example output: {torch.ones(2, device=\"xla\").sum().item()}"
+        return fn
+    return decorate
+
+class Head(torch.nn.Module):
+    @documented(checkpoint="org/model")
+    def forward(self, x):
+        return x * 2
+"""),
     # A lazy message, built only when the check fails (transformers' idefics3).
     Valid("""
 import torch
@@ -323,6 +338,23 @@ class TiledEmbedding(torch.nn.Module):
 """
 
 INVALID = [
+    # The wrapper a decorator returns runs at every call (transformers' @dynamic_rope_update).
+    Invalid("""
+import functools
+import torch
+
+def checked(fn):
+    @functools.wraps(fn)
+    def wrapper(self, x):
+        print(torch.max(x).item())
+        return fn(self, x)
+    return wrapper
+
+class Head(torch.nn.Module):
+    @checked
+    def forward(self, x):
+        return x * 2
+""", line=8),
     # The same message built before the call: formatted on every forward.
     Invalid("""
 import torch

@@ -259,6 +259,13 @@ class Project(ClassHierarchy):
                             for candidate in candidates:
                                 if accepts(self.files[candidate[0]].scopes[candidate[1]].signature, call.shapes):
                                     edges.add_edge(node, candidate)
+                for wrapper in self._decorator_wrappers(scope, summary):
+                    # @capture_outputs: the decorator ran once where the def is; the
+                    # @functools.wraps wrapper it made runs at every call instead of the def.
+                    edges.add_edge(node, wrapper)
+                    live.add((node, wrapper))
+                    traced.add((node, wrapper))
+                    callers.setdefault(wrapper, []).append(node)
             registrations.extend((summary, scope_name, ref, reason)
                                  for scope_name, ref, reason in summary.compile_targets)
             for qualname in summary.classes:
@@ -294,6 +301,22 @@ class Project(ClassHierarchy):
         self._untraced_dead = dead - live  # never called where the project runs XLA
         self._graph = (edges, roots)
         return self._graph
+
+    def _decorator_wrappers(self, scope, summary) -> list[Node]:
+        """The ``@functools.wraps`` defs nested in the project functions that decorate ``scope``."""
+        found: list[Node] = []
+        for decorator in scope.decorators:
+            if not decorator or decorator.startswith(("torch.", "functools.", "builtins.")) \
+                    or decorator in ("staticmethod", "classmethod", "property"):
+                continue
+            target = (summary.path, decorator) if decorator in summary.scopes \
+                else self.resolve(decorator, summary, scope.class_name)  # a def of this file, or imported
+            if target is None or target[0] not in self.files:
+                continue
+            prefix = target[1] + "."
+            found.extend((target[0], q) for q, inner in self.files[target[0]].scopes.items()
+                         if q.startswith(prefix) and any(d.endswith("wraps") for d in inner.decorators))
+        return found
 
     def reach(self) -> Reach:
         """Shortest chain from some root to every traced scope (breadth-first, roots in order)."""

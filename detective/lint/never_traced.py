@@ -82,6 +82,7 @@ class NeverTraced:
         self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
         self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
         self.once_depth = 0
+        self.decorator_depth = 0  # inside a decorator expression (Regions.visit_Decorator)
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
         # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
         # for the rest of that block, until it is bound again)
@@ -141,7 +142,7 @@ class NeverTraced:
         """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
         (never on XLA, or only on an error path). Only "" calls carry a traced region on."""
         if not self.dead_depth:
-            return ""
+            return "once" if self.decorator_depth else ""  # a decorator runs where the def is
         return "once" if self.dead_depth == self.once_depth else "dead"
 
     def visit_If(self, node: cst.If) -> None:

@@ -157,6 +157,12 @@ class Regions(NeverTraced):
             self._removes.setdefault(node.name.value, set()).update(removed)
         self._fn_removes.append(_handles_removed_anywhere(node.body))
 
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self.decorator_depth += 1  # calls here run once, where the def is (see Project.graph)
+
+    def leave_Decorator(self, node: cst.Decorator) -> None:
+        self.decorator_depth -= 1
+
     def leave_FunctionDef(self, node) -> None:
         assert not self.frames.pop()
         self._loop_counts.pop()
