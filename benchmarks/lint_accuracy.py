@@ -5,8 +5,12 @@ commit, path and line, with a hash of the line and no source text. This script c
 each (repository, commit) from fetched snapshots (``--mirrors DIR``, holding
 ``DIR/<owner>+<name>/repo`` git directories), verifies the line hashes, lints
 
-  (a) the labelled files of each repository on their own, and
-  (b) each whole repository,
+  (a) the labelled files of each repository named alone, as ``detective lint a.py b.py``
+      runs them by default: reported on alone, with the rest of their project read as
+      context (what the pre-commit hook's ``--project .`` also does);
+  (b) the same files with ``--no-project``: nothing else read, as if the rest of the
+      repository were not there;
+  (c) each whole repository,
 
 with ``detective lint --format json`` (the CLI of whichever interpreter ``--python`` names,
 so another worktree's linter can be measured), and prints precision and recall per rule
@@ -55,8 +59,11 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
 DEFAULT_RELABEL = HERE / "lint_accuracy" / "relabel.csv"
 SAMPLE_DIR = HERE / "lint_accuracy"
-SETTINGS = ("files", "repo")
-SETTING_TITLES = {"files": "labelled files alone", "repo": "whole repositories"}
+SETTINGS = ("files", "alone", "repo")
+SETTING_TITLES = {"files": "labelled files named (their project read as context)",
+                  "alone": "labelled files alone (--no-project)", "repo": "whole repositories"}
+# extra lint arguments per setting; the targets are the labelled files except for "repo"
+SETTING_ARGS = {"files": [], "alone": ["--no-project"], "repo": []}
 
 
 @dataclass(frozen=True)
@@ -119,8 +126,14 @@ def git_dir(mirrors: Path, repo: str) -> Path:
     return mirrors / repo.replace("/", "+") / "repo"
 
 
+# Top-level files that mark a project root (detective.lint.discovery.PROJECT_MARKERS), checked
+# out with the sources so that a snapshot is a project as its clone is.
+ROOT_MARKERS = (b"pyproject.toml", b"setup.cfg")
+
+
 def checkout_python_files(gdir: Path, commit: str, dest: Path) -> None:
-    """Write every ``.py`` blob of ``commit`` under ``dest`` (snapshots may lack large blobs)."""
+    """Write every ``.py`` blob of ``commit`` under ``dest`` (snapshots may lack large blobs),
+    the top-level project files, and an empty ``.git`` directory where a clone has its own."""
     listing = subprocess.run(
         ["git", f"--git-dir={gdir}", "ls-tree", "-r", "-z", commit],
         capture_output=True,
@@ -132,7 +145,7 @@ def checkout_python_files(gdir: Path, commit: str, dest: Path) -> None:
             continue
         meta, _, name = item.partition(b"\t")
         mode, kind, sha = meta.split()
-        if kind == b"blob" and name.endswith(b".py") and mode != b"120000":
+        if kind == b"blob" and (name.endswith(b".py") or name in ROOT_MARKERS) and mode != b"120000":
             entries.append((sha.decode(), name.decode("utf-8", "surrogateescape")))
     batch = subprocess.Popen(
         ["git", f"--git-dir={gdir}", "cat-file", "--batch"],
@@ -152,6 +165,7 @@ def checkout_python_files(gdir: Path, commit: str, dest: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     batch.wait()
+    (dest / ".git").mkdir(parents=True, exist_ok=True)
 
 
 def prepare(mirrors: Path, repo: str, commit: str, workdir: Path) -> Snapshot:
@@ -246,10 +260,11 @@ def linter_identity(python: str) -> dict:
     return ident
 
 
-def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout: float) -> tuple[list[dict], str | None, float]:
+def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout: float,
+             extra: list[str] = ()) -> tuple[list[dict], str | None, float]:
     """Findings as (path relative to root, line, code, severity) records, or an error line."""
     argv = cmd + ["lint", "--format", "json", "--no-cache", "--exit-zero", "--min-severity", "info",
-                  "-j", str(jobs), *targets]
+                  "-j", str(jobs), *extra, *targets]
     start = time.perf_counter()
     try:
         proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=timeout)
@@ -473,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relabel", type=Path, default=DEFAULT_RELABEL,
                     help="two blind labellers' verdicts per site; scored as a second label set")
     ap.add_argument("--python", default=sys.executable, help="interpreter whose detective is measured")
-    ap.add_argument("--settings", default="files,repo", help="files, repo or both (comma-separated)")
+    ap.add_argument("--settings", default="files,alone,repo", help="any of files, alone, repo (comma-separated)")
     ap.add_argument("--repos", default="", help="only these owner/name (comma-separated)")
     ap.add_argument("--split", default="", help="only sites of this split (dev, heldout)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
@@ -561,10 +576,10 @@ def main(argv: list[str] | None = None) -> int:
                 if snap.root is None:
                     continue
                 files = sorted({s.path for s in usable if s.repo == repo})
-                if setting == "files" and not files:
+                if setting != "repo" and not files:
                     continue
-                targets = files if setting == "files" else ["."]
-                items, error, elapsed = run_lint(cmd, snap.root, targets, args.jobs, args.timeout)
+                targets = files if setting != "repo" else ["."]
+                items, error, elapsed = run_lint(cmd, snap.root, targets, args.jobs, args.timeout, SETTING_ARGS[setting])
                 results["timings_s"][f"{setting}:{repo}"] = round(elapsed, 2)
                 if error:
                     msg = f"lint failed ({SETTING_TITLES[setting]}) on {repo}: {error}"

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from detective.lint.config import ConfigError, load_config
+from detective.lint.discovery import default_project
 from detective.lint.model import SEVERITIES
 from detective.lint.rule import all_rules
 
@@ -34,7 +35,10 @@ def _codes(values) -> list[str]:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the per-file cache (.detective/cache).")
 @click.option("--project", "project", multiple=True, type=click.Path(path_type=str),
               help="Also read these paths (not reported on) for cross-file chains and XLA reachability: "
-                   "lint a few changed files with the whole project's context (pre-commit).")
+                   "lint a few changed files with the whole project's context (pre-commit). "
+                   "Default: the project the paths belong to (nearest pyproject.toml, setup.py, setup.cfg or .git).")
+@click.option("--no-project", is_flag=True,
+              help="Read no file but those named: lint them alone, without their project as context.")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="pyproject.toml to read [tool.detective] from (default: the nearest one).")
 @click.option("--min-severity", type=click.Choice(list(SEVERITIES)),
@@ -42,7 +46,7 @@ def _codes(values) -> list[str]:
                    "warning; info adds reads of tensors made on the CPU).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes (default: CPU count).")
 def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff, no_cache, project,
-         config_path, min_severity, jobs):
+         no_project, config_path, min_severity, jobs):
     """Flag recompile and host-sync triggers inside compiled or traced regions,
     and whole-program XLA policies in code that uses torch_xla.
 
@@ -54,6 +58,10 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
     paths = list(paths) or ["."]
     if fix and diff:
         raise click.UsageError("--fix and --diff are exclusive: --diff previews what --fix writes")
+    if project and no_project:
+        raise click.UsageError("--project and --no-project are exclusive")
+    if not project and not no_project:
+        project = default_project(paths)
     try:
         config = load_config(config_path, start=Path(paths[0]))
         select_codes, ignore_codes = _codes(select), _codes(ignore)  # lint_paths checks them

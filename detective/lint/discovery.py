@@ -44,6 +44,52 @@ def discover(paths: list[str], config: Config) -> tuple[list[Path], list[tuple[s
     return unique, errors
 
 
+# What marks the top of a project: where its packaging or its version control starts.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def project_root(paths: list[str]) -> Path | None:
+    """The project the named paths belong to: the outermost of their nearest directories
+    holding a project marker (a build script inside a package, ``__init__.py`` beside it,
+    marks no project), if every path lies inside it. None for paths in no project, or in
+    one rooted at the home directory or the filesystem root (a dotfiles repository is no
+    code base to read)."""
+    resolved = [Path(p).resolve() for p in paths]
+    roots = {_nearest_root(p if p.is_dir() else p.parent) for p in resolved}
+    if not roots or None in roots:
+        return None
+    root = min(roots, key=lambda r: len(r.parts))
+    if root == Path(root.anchor) or root == Path.home().resolve():
+        return None
+    if not all(p == root or root in p.parents for p in resolved):
+        return None
+    return root
+
+
+def _nearest_root(start: Path) -> Path | None:
+    for directory in [start, *start.parents]:
+        if any((directory / m).exists() for m in PROJECT_MARKERS) and not (directory / "__init__.py").exists():
+            return directory
+    return None
+
+
+def is_project_dir(path: str) -> bool:
+    """A directory that is no package of its own (``.``, ``src/``): the whole project is in view,
+    batch builders included. A package directory or a list of files is only part of it."""
+    where = Path(path)
+    return where.is_dir() and not (where / "__init__.py").exists()
+
+
+def default_project(paths: list[str]) -> tuple[str, ...]:
+    """What a lint of ``paths`` reads as context when no ``--project`` is named: the project
+    they belong to, unless a project directory is named itself. A file's findings then rest
+    on the same facts whether it is linted alone or with the rest of its project."""
+    if any(is_project_dir(p) for p in paths):
+        return ()
+    root = project_root(paths)
+    return (str(root),) if root is not None else ()
+
+
 def relative_path(path: Path, base: Path) -> str:
     try:
         return path.resolve().relative_to(base).as_posix()

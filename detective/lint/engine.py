@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
-from detective.lint.discovery import absolute_path, discover, file_facts, package_parts, relative_path
+from detective.lint.discovery import absolute_path, discover, file_facts, is_project_dir, package_parts, relative_path
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
 from detective.lint.export_code import EXPORT_NOTE, export_checked
@@ -164,7 +164,7 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
         [*config.ignore, *(ignore or [])], codes
     )
     files, errors = discover(paths, config)
-    whole = any(_is_project_dir(p) for p in [*paths, *(project or [])])
+    whole = any(is_project_dir(p) for p in [*paths, *(project or [])])
     context_files: list[Path] = []
     if project:
         named = {absolute_path(f) for f in files}
@@ -208,13 +208,6 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
             [(s.path, s.content_hash) for s in summaries[:len(files)]], environment.lookups,
         ))
     return result
-
-
-def _is_project_dir(path: str) -> bool:
-    """A directory that is no package of its own (``.``, ``src/``): the whole project is in view,
-    batch builders included. A package directory or a list of files is only part of it."""
-    where = Path(path)
-    return where.is_dir() and not (where / "__init__.py").exists()
 
 
 def _result_key(files, context_files, config: Config, enabled: set[str], cache: SummaryCache, whole: bool):

@@ -152,3 +152,53 @@ def test_project_context_for_a_few_changed_files(tree, run_cli):
     (tree / "train.py").write_text(TRAIN + "\nimport os\nos.environ['XLA_USE_BF16'] = '1'\n")
     found = json.loads(run_cli("lint", "--format", "json", "--project", ".", "helpers.py").stdout)
     assert {f["path"] for f in found} == {"helpers.py"}
+
+
+@pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py", "setup.cfg", ".git/"])
+def test_a_file_named_inside_a_project_is_linted_with_the_project_as_context(tree, run_cli, marker):
+    # The tree above has no project marker, so helpers.py alone saw nothing (test above);
+    # inside a project, the project is read as --project would read it.
+    (tree / marker).mkdir() if marker.endswith("/") else (tree / marker).write_text("")
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "helpers.py").write_text(HELPER_SYNCS)
+    (tree / "train.py").write_text(TRAIN.replace("from helpers", "from pkg.helpers"))
+    for named in (["pkg/helpers.py"], ["pkg"]):
+        found = json.loads(run_cli("lint", "--format", "json", *named).stdout)
+        assert [(f["path"], f["code"]) for f in found] == [("pkg/helpers.py", "RC001")], named
+        assert found[0]["chain"][0].startswith("step (train.py:")
+    # --no-project reads the named files only: the chain is gone.
+    assert json.loads(run_cli("lint", "--format", "json", "--no-project", "pkg/helpers.py").stdout) == []
+    both = run_cli("lint", "--project", ".", "--no-project", "pkg/helpers.py")
+    assert both.exit_code == 2 and "--project and --no-project are exclusive" in both.output
+
+
+def test_the_project_root_is_the_nearest_marker_and_never_home(tmp_path, monkeypatch):
+    from detective.lint.discovery import default_project, project_root
+
+    (tmp_path / "home" / ".git").mkdir(parents=True)
+    (tmp_path / "home" / "scratch").mkdir()
+    (tmp_path / "home" / "scratch" / "x.py").write_text("x = 1\n")
+    (tmp_path / "home" / "repo" / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "home" / "repo" / "pyproject.toml").write_text("")
+    (tmp_path / "home" / "repo" / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "home" / "repo" / "src" / "pkg" / "m.py").write_text("x = 1\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    repo = tmp_path / "home" / "repo"
+    assert project_root([str(repo / "src" / "pkg" / "m.py")]) == repo.resolve()
+    assert default_project([str(repo / "src" / "pkg")]) == (str(repo.resolve()),)
+    assert default_project([str(repo / "src")]) == ()          # a project directory is named itself
+    assert project_root([str(tmp_path / "home" / "scratch" / "x.py")]) is None  # a dotfiles repository at ~
+    # A subproject inside the project: the outer one holds both; a build script inside a
+    # package (an extension's setup.py) marks no project.
+    (repo / "tools" / "sub").mkdir(parents=True)
+    (repo / "tools" / "sub" / "setup.py").write_text("")
+    (repo / "tools" / "sub" / "t.py").write_text("x = 1\n")
+    (repo / "src" / "pkg" / "ext").mkdir()
+    (repo / "src" / "pkg" / "ext" / "__init__.py").write_text("")
+    (repo / "src" / "pkg" / "ext" / "setup.py").write_text("")
+    assert project_root([str(repo / "tools" / "sub" / "t.py")]) == (repo / "tools" / "sub").resolve()
+    assert project_root([str(repo / "tools" / "sub" / "t.py"), str(repo / "src" / "pkg" / "m.py")]) == repo.resolve()
+    assert project_root([str(repo / "src" / "pkg" / "ext" / "__init__.py")]) == repo.resolve()
+    # Paths of two projects: none is read for both.
+    assert project_root([str(repo / "src" / "pkg" / "m.py"), str(tmp_path / "home" / "scratch" / "x.py")]) is None
