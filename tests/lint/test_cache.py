@@ -167,6 +167,11 @@ def test_a_file_named_inside_a_project_is_linted_with_the_project_as_context(tre
         found = json.loads(run_cli("lint", "--format", "json", *named).stdout)
         assert [(f["path"], f["code"]) for f in found] == [("pkg/helpers.py", "RC001")], named
         assert found[0]["chain"][0].startswith("step (train.py:")
+    # A context file that cannot be read is no error of this run: only named files are.
+    (tree / "broken.py").write_bytes(b"def f(:\n\xff\xfe")
+    named = run_cli("lint", "--format", "json", "pkg/helpers.py")
+    assert named.exit_code == 1 and "broken.py" not in named.output
+    assert [f["code"] for f in json.loads(named.stdout)] == ["RC001"]
     # --no-project reads the named files only: the chain is gone.
     assert json.loads(run_cli("lint", "--format", "json", "--no-project", "pkg/helpers.py").stdout) == []
     both = run_cli("lint", "--project", ".", "--no-project", "pkg/helpers.py")
