@@ -36,13 +36,13 @@ class KeyBranch(Rule):
     the key it reads, `m["k"] = f(m["k"])`, a `del` the same block sets again, a removal on
     every call from a mapping the function built itself, a conditional write of a key the
     mapping already holds, or a write under `if v is not None` of a value made from `v`):
-    a task's collater gives
-    every batch of a run the same keys, so the run takes one side, one program. For a
-    batch mapping this needs the code that builds the batches in view, so the test stays a
-    warning when a few files or a package directory are linted without the rest of the
-    repository (`--project .` gives them the context), and when no file sets the key at all
-    (`m["k"] = ...`, `{"k": ...}`, `dict(k=...)`). A test on `**kwargs` needs neither: each
-    call site passes the same keyword arguments every time.
+    a task's collater gives every batch of a run the same keys, so the run takes one side,
+    one program. For a batch mapping this needs the code that builds the batches in view,
+    so the test stays a warning when a few files are linted without the rest of the
+    repository (`--no-project`, or files in no project; files named inside a project read
+    it as context), and when no file sets the key at all (`m["k"] = ...`, `{"k": ...}`,
+    `dict(k=...)`). A test on `**kwargs` needs neither: each call site passes the same
+    keyword arguments every time.
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so when batches

@@ -15,7 +15,8 @@ over the sources, so a run answered from the cache pays nothing for them.
   ``{"k": ...}``, ``dict(k=...)``): the code that builds the batches (a collater) is in view.
 
 - Partial view: ``view:partial`` when the run lints a few files or a package directory
-  rather than a project directory (``.``, ``src/``, or one named with ``--project``).
+  rather than a project directory (``.``, ``src/``, one named with ``--project``, or the
+  project the CLI finds for the paths it is given: :func:`detective.lint.discovery.default_project`).
 
 - Torch version: ``torch>=2.12`` in a candidate's needs holds when the project runs that torch
   or a later one, or when the version is unknown. The version is ``torch-version`` in
@@ -31,7 +32,7 @@ A need written ``!<fact>`` holds when the fact is absent. RC004 on a batch mappi
 warning on a key that no file of the run sets (``!key-set:<k>``) and in a partial view: the
 collater that decides the batch's keys is not in view.
 
-Only the files the run sees count: linting a few files alone (without ``--project``) finds
+Only the files the run sees count: linting a few files alone (``--no-project``) finds
 the facts of those files only; ``targets`` in the config pins them.
 """
 
