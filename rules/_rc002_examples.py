@@ -496,6 +496,55 @@ class Trim(torch.nn.Module):
         """
 import torch
 
+class Embeddings(torch.nn.Module):
+    def forward(self, pixels, interpolate):
+        if interpolate:  # info: every call passes a flag (a literal, or kwargs' with a literal default)
+            return pixels * 2
+        return pixels
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeddings = Embeddings()
+
+    def forward(self, pixels, interpolate=False, **kwargs):
+        return self.embeddings(pixels, interpolate=interpolate)
+
+def prepare_inputs(model_inputs, **kwargs):
+    model_inputs["interpolate"] = kwargs.pop("interpolate", False)
+    return model_inputs
+""",
+        line=6,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+class Embeddings(torch.nn.Module):
+    def forward(self, pixels, interpolate):
+        if interpolate:  # read from a mapping with no literal default: it may hold a tensor
+            return pixels * 2
+        return pixels
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embeddings = Embeddings()
+
+    def forward(self, pixels, interpolate=False, **kwargs):
+        return self.embeddings(pixels, interpolate=interpolate)
+
+def prepare_inputs(model_inputs, **kwargs):
+    model_inputs["interpolate"] = kwargs.pop("interpolate", None)
+    return model_inputs
+""",
+        line=6,
+    ),
+    Invalid(
+        """
+import torch
+
 class Backbone(torch.nn.Module):
     def forward(self, x, keep=None):
         if keep:  # nothing says keep is a Python value: a tensor by guess

@@ -50,6 +50,7 @@ class ParamGuards:
         # (scope, target, "o,x,@name;k=n,**"): kinds by place (``*`` where *args hides the
         # rest), then by keyword (``**`` when a mapping is expanded into the call).
         self.positional_passes: list[tuple[str, str, str]] = []
+        self._written: set[int] = set()  # subscripts assigned to, met before their visit
 
     # ------------------------------------------------------------------ queries
     def guarded_by(self) -> tuple[str, ...]:
@@ -135,6 +136,8 @@ class ParamGuards:
         for target in node.targets:
             if isinstance(target.target, cst.Attribute):
                 self._set_attr(target.target, node.value)
+            elif isinstance(target.target, cst.Subscript):
+                self._written.add(id(target.target))  # m["k"] = v: what is set, not a read
             single = isinstance(target.target, cst.Name) and len(node.targets) == 1
             self._rebind(bound_names(target.target), node.value if single else None)
 
@@ -265,9 +268,12 @@ class ParamGuards:
                 self.positional_passes.append((self.model.scope.qualname, target, places))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in {"get", "pop", "setdefault"} \
                 and node.args:
-            self._key(node.args[0].value, node.func.value)
+            self._key(node.args[0].value, node.func.value, _literal_default(node))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
+        if id(node) in self._written:
+            self._written.discard(id(node))  # leave_Assign records the value written
+            return
         if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             self._key(node.slice[0].slice.value, node.value)
 
@@ -276,13 +282,15 @@ class ParamGuards:
             if isinstance(target.operator, (cst.In, cst.NotIn)):
                 self._key(node.left, target.comparator)
 
-    def _key(self, node, mapping) -> None:
+    def _key(self, node, mapping, default: str = "") -> None:
         """``m["mask"]``, ``m.get("mask")``, ``"mask" in m``: a mapping with that key exists,
         whose values this file may not show (a tokenizer's output expanded into a model).
-        Not a config's (``args.model.get("normalize", False)``): settings are Python values."""
+        Not a config's (``args.model.get("normalize", False)``): settings are Python values.
+        Nor a read with a Python literal for default (``kwargs.pop("interpolate", False)``):
+        the key holds a flag or a number, and what a call sets it to counts where it is set."""
         key = T.literal_string(node)
         if key and key.isidentifier() and not is_config(mapping):
-            self.keyword_passes[self.model.scope.qualname][key].add(KEY)
+            self.keyword_passes[self.model.scope.qualname][key].add(default or KEY)
 
     def visit_Dict(self, node: cst.Dict) -> None:
         for element in node.elements:
@@ -327,4 +335,16 @@ class ParamGuards:
                         and not self.model.infer.made_on_cpu(value):
                     return DEVICE_TENSOR  # a size parameter handed a device value (RC005)
             return local or value_kind(value)  # True, False: literals
-        return value_kind(value)
+        return _literal_default(value) or value_kind(value)
+
+
+def _literal_default(node) -> str:
+    """``m.get("k", False)`` / ``m.pop("k", 0.5)``: the kind of a Python literal default (a
+    flag or a number is what the key holds), "" for any other read."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and node.func.attr.value in ("get", "pop") and len(node.args) == 2 \
+            and T.literal_string(node.args[0].value) is not None:
+        kind = value_kind(node.args[1].value)
+        if kind in (FALSY, LITERAL):
+            return kind
+    return ""
