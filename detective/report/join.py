@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from detective.lint.config import ConfigError, load_config
+from detective.lint.discovery import default_project
 from detective.lint.engine import lint_paths
 from detective.report.model import (
     AT_LINE, FEEDING, IN_CHAIN, IN_FUNCTION, ON_BRANCH, RELATIONS, SAME_NAME, Links, RunAttribution,
@@ -43,8 +44,10 @@ def lint_files(attribution, paths: list[str] | None = None, cwd: str | None = No
         config = load_config(start=Path(cwd) if cwd and os.path.isdir(cwd) else None)
     except ConfigError as exc:
         return [], [("config", str(exc))]
-    # Every severity: a read of a CPU-made tensor ("info") still explains a graph break.
-    result = lint_paths(list(paths), config, min_severity="info")
+    # Every severity: a read of a CPU-made tensor ("info") still explains a graph break. The
+    # files' project is context, as for `detective lint` (chains from a step in another file).
+    result = lint_paths(list(paths), config, min_severity="info", project=list(default_project(paths)) or None,
+                        use_cache=True)
     return result.findings, result.errors
 
 
