@@ -64,6 +64,28 @@ def parallel_cross_entropy(logits, target):
     return ParallelCrossEntropy.apply(logits, target, 0, 1024)
 """
     ),
+    # masked_indices holds indices (an argsort's first columns, a topk's indices), whatever
+    # "mask" is in the name (vit-pytorch's MAE and SimMIM): a gather of a fixed count.
+    Valid(
+        """
+import torch
+
+class MAE(torch.nn.Module):
+    def forward(self, tokens, num_masked: int):
+        batch, n = tokens.shape[:2]
+        rand_indices = torch.rand(batch, n, device=tokens.device).argsort(dim=-1)
+        masked_indices, unmasked_indices = rand_indices[:, :num_masked], rand_indices[:, num_masked:]
+        batch_range = torch.arange(batch, device=tokens.device)[:, None]
+        return tokens[batch_range, unmasked_indices], tokens[batch_range, masked_indices]
+
+class SimMIM(torch.nn.Module):
+    def forward(self, tokens, num_masked: int):
+        batch, n = tokens.shape[:2]
+        masked_indices = torch.rand(batch, n, device=tokens.device).topk(k=num_masked, dim=-1).indices
+        batch_range = torch.arange(batch, device=tokens.device)[:, None]
+        return tokens[batch_range, masked_indices]
+"""
+    ),
     Valid(  # info: the file runs nonzero with a bounded dynamic shape
         """
 import os
@@ -135,6 +157,25 @@ class Sampler(torch.nn.Module):
 """
 
 INVALID = [
+    # The same name from a boolean array made on the host (fairseq's wav2vec 2.0): a mask.
+    Invalid("""
+import torch
+
+class Wav2Vec(torch.nn.Module):
+    def forward(self, x, padding_mask, compute_mask_indices):
+        mask_indices = torch.from_numpy(compute_mask_indices(x.shape[:2], padding_mask)).to(x.device)
+        x[mask_indices] = 0.0
+        return x
+""", line=7),
+    # A name that says it holds a mask is one, though it comes from a parameter (vit-pytorch's MPP).
+    Invalid("""
+import torch
+
+class Loss(torch.nn.Module):
+    def forward(self, patches, bool_mask_replace):
+        patches[bool_mask_replace] = 0.0
+        return patches
+""", line=6),
     # A mask on one side, every position on the other (transformers' MiniCPM-V position ids).
     Invalid("""
 import torch

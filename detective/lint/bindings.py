@@ -127,7 +127,9 @@ class Bindings:
         tensor = infer.is_tensor(value)
         trusted = tuple(infer.assumed) if tensor else ()
         boolean = tensor and infer.is_bool_tensor(value)
-        numeric = tensor and not boolean and infer.is_numeric_tensor(value)
+        # numbers or indices (`x.topk(k).indices` included, though not followed as a tensor):
+        # no mask, whatever the name says
+        numeric = not boolean and infer.is_numeric_tensor(value)
         if isinstance(value, cst.Call) and self.resolve(value.func) == "slice":
             # mask_slice = slice(1, None): no mask, unless another branch bound a mask to it
             # (valid_mask = m.bool() if ... else slice(None)): the walk keeps the last binding

@@ -20,6 +20,10 @@ _NUMBER_CASTS = frozenset({"long", "int", "float", "double", "half", "bfloat16",
 _NUMBER_DTYPES = frozenset(f"torch.{t}" for t in ("long", "int", "int32", "int64", "float", "float16", "float32",
                                                     "float64", "bfloat16", "half", "double"))
 _ARITHMETIC = frozenset({"mul", "add", "sub", "div", "floor_divide", "remainder", "arange"})
+# Ops whose result holds indices or counts (integers): never a boolean mask.
+_INDEX_OPS = frozenset({"argsort", "argmax", "argmin", "randperm", "multinomial", "searchsorted", "bucketize"})
+# Ops giving (values, indices): ``.indices`` of their result is integers.
+_WITH_INDICES = frozenset({"topk", "sort", "max", "min", "kthvalue", "mode", "median", "cummax", "cummin"})
 _VIEWS = frozenset({"view", "reshape", "flatten", "contiguous", "clone", "squeeze", "unsqueeze", "transpose",
                     "permute", "detach"})
 MODEL_NAMES = frozenset({"model", "net", "module", "network", "encoder", "decoder", "backbone"})
@@ -191,22 +195,28 @@ class TensorInference:
 
     def is_numeric_tensor(self, node: cst.BaseExpression) -> bool:
         """A tensor that is plainly not boolean: a cast to a number type (``.long()``,
-        ``.to(torch.float32)``), arithmetic (``t - start``, ``torch.mul(a, b)``), or a view of
-        a name already known so (``masked_target.view(-1)``)."""
+        ``.to(torch.float32)``), arithmetic (``t - start``, ``torch.mul(a, b)``), indices
+        (``x.argsort()``, ``x.topk(k).indices``), or a view or slice of a tensor already known
+        so (``masked_target.view(-1)``, ``rand_indices[:, :k]``)."""
         if isinstance(node, cst.BinaryOperation):
             return isinstance(node.operator, (cst.Add, cst.Subtract, cst.Divide, cst.FloorDivide))
         if isinstance(node, cst.Name):
             return node.value in self.model.function.numeric_names
+        if isinstance(node, cst.Subscript):
+            return all(isinstance(e.slice, cst.Slice) for e in node.slice) and self.is_numeric_tensor(node.value)
+        if isinstance(node, cst.Attribute):
+            return node.attr.value == "indices" and isinstance(node.value, cst.Call) \
+                and T.call_method_name(node.value) in _WITH_INDICES
         if not isinstance(node, cst.Call):
             return False
         func = node.func
         dotted = self.model.resolve(func) or ""
-        if T.is_torch_name(dotted) and dotted.rsplit(".", 1)[-1] in _ARITHMETIC:
+        if T.is_torch_name(dotted) and dotted.rsplit(".", 1)[-1] in _ARITHMETIC | _INDEX_OPS:
             return True
         if not isinstance(func, cst.Attribute):
             return False
         method = func.attr.value
-        if method in _NUMBER_CASTS:
+        if method in _NUMBER_CASTS or method in _INDEX_OPS:
             return True
         if method == "to" and node.args and (self.model.resolve(node.args[0].value) or "") in _NUMBER_DTYPES:
             return True
