@@ -323,6 +323,54 @@ loss_fn = torch.compile(Loss())
         line=6,
         severity="info",
     ),
+    # A value from a parameter of unknown type may be a tensor of the mask's count: not a fill.
+    Invalid(
+        """
+import torch
+
+def scatter(x: torch.Tensor, values, shift: int):
+    x[x < 0] = values - shift
+    return x
+
+scatter_fast = torch.compile(scatter)
+""",
+        line=5,
+    ),
+    # Fill values computed from Python numbers: an int parameter, a range() index, a 0-dim tensor
+    # of a literal with keywords (torchao's custom float casts). Still fills: info here.
+    Invalid(
+        """
+import torch
+
+F32_SHIFT = 23
+
+def cast(x: torch.Tensor, amax: torch.Tensor, mbits: int):
+    bias = 1 - 127 + mbits
+    for i in range(mbits):
+        x[x == i] = (bias - i) << F32_SHIFT
+    amax[torch.isnan(amax)] = torch.tensor(float("nan"), device=amax.device, dtype=amax.dtype)
+    return x, amax
+
+cast_fast = torch.compile(cast)
+""",
+        line=9,
+        severity="info",
+    ),
+    Invalid(
+        """
+import torch
+
+def cast(x: torch.Tensor, amax: torch.Tensor, mbits: int):
+    for i in range(mbits):
+        x[x == i] = (1 - i) << 23
+    amax[torch.isnan(amax)] = torch.tensor(float("nan"), device=amax.device, dtype=amax.dtype)
+    return x, amax
+
+cast_fast = torch.compile(cast)
+""",
+        line=7,
+        severity="info",
+    ),
     Invalid(
         """
 import torch

@@ -76,10 +76,44 @@ class DynamicShape(Rule):
     def __init__(self, context):
         super().__init__(context)
         self._fills: set[int] = set()  # ids of `x[...]` targets assigned a Python scalar
+        # per function: names bound only to Python numbers so far (`bias = 1 - exp_bias + 127`,
+        # `for i in range(n)`), which a fill value may be computed from
+        self._numbers: list[set[str]] = [set()]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        self._numbers.append({p.name.value for p in params if _number_annotation(p.annotation)})
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._numbers.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name):
+            numbers = self._numbers[-1]
+            if isinstance(node.iter, cst.Call) and isinstance(node.iter.func, cst.Name) \
+                    and node.iter.func.value == "range" and all(self._number(a.value) for a in node.iter.args):
+                numbers.add(node.target.value)
+            else:
+                numbers.discard(node.target.value)
+
+    def _number(self, node: cst.BaseExpression) -> bool:
+        """A Python number: a scalar (see _is_scalar), a name bound to one, or arithmetic on them."""
+        if isinstance(node, cst.BinaryOperation):
+            return self._number(node.left) and self._number(node.right)
+        if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+            return self._number(node.expression)
+        if isinstance(node, cst.Name) and node.value in self._numbers[-1]:
+            return True
+        return _is_scalar(node, self.context)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if _is_scalar(node.value, self.context):
+        if self._number(node.value):
             self._fills.update(id(t.target) for t in node.targets if isinstance(t.target, cst.Subscript))
+        numbers = self._numbers[-1]
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                (numbers.add if len(node.targets) == 1 and self._number(node.value) else numbers.discard)(
+                    target.target.value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         context = self.context
@@ -178,10 +212,13 @@ def _is_scalar(node: cst.BaseExpression, context) -> bool:
         return True
     if isinstance(node, cst.Name):
         return node.value in {"True", "False"} or (node.value.isupper() and not context.is_tensor(node))
-    if isinstance(node, cst.Call) and len(node.args) == 1 and (
-            (isinstance(node.func, cst.Name) and node.func.value in {"float", "int"})
-            or context.resolve(node.func) == "torch.tensor"):  # a 0-dim tensor broadcasts like a number
+    if isinstance(node, cst.Call) and len(node.args) == 1 and isinstance(node.func, cst.Name) \
+            and node.func.value in {"float", "int"}:
         return T.literal_string(node.args[0].value) is not None or T.is_number_literal(node.args[0].value)
+    if isinstance(node, cst.Call) and context.resolve(node.func) == "torch.tensor" and node.args \
+            and node.args[0].keyword is None and not node.args[0].star:
+        # torch.tensor(float("nan"), device=d, dtype=t): a 0-dim tensor broadcasts like a number
+        return _is_scalar(node.args[0].value, context)
     if isinstance(node, cst.Attribute):
         dotted = context.resolve(node) or ""
         if dotted in {"math.inf", "math.nan", "math.pi", "numpy.inf", "numpy.nan"}:
@@ -193,6 +230,11 @@ def _is_scalar(node: cst.BaseExpression, context) -> bool:
         return isinstance(value, cst.Name) and value.value == "self" and cls is not None \
             and node.attr.value in cls.number_attrs
     return False
+
+
+def _number_annotation(annotation) -> bool:
+    return annotation is not None and isinstance(annotation.annotation, cst.Name) \
+        and annotation.annotation.value in {"int", "float", "bool"}
 
 
 def _data_dependent(node: cst.BaseExpression, context) -> bool:
