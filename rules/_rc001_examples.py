@@ -338,6 +338,55 @@ class TiledEmbedding(torch.nn.Module):
 """
 
 INVALID = [
+    # A quantization observer's forward runs in calibration; convert removes it before the model
+    # is compiled (torchao's SmoothQuant). Info in a project that does not target torch_xla.
+    Invalid("""
+import torch
+
+class SmoothQuantObserver(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inputs = []
+
+    def forward(self, x):
+        self.inputs.append(x.to("cpu"))
+        return x
+
+def quantize(model):
+    return torch.compile(model)
+""", line=10, severity="info"),
+    # Called from a fake-quantize module's forward (quantization-aware training), it runs at
+    # every compiled step: a warning.
+    Invalid("""
+import torch
+
+class MinMaxObserver(torch.nn.Module):
+    def forward(self, x):
+        self.min_val = min(self.min_val, x.min().item())
+        return x
+
+class FakeQuantize(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.observer = MinMaxObserver()
+
+    def forward(self, x):
+        self.observer(x)
+        return torch.round(x)
+
+def train(model):
+    return torch.compile(model)
+""", line=6),
+    # On torch_xla a calibration pass run on the device is traced like any forward.
+    Invalid("""
+import torch
+import torch_xla
+
+class HistogramObserver(torch.nn.Module):
+    def forward(self, x):
+        self.lo = x.min().item()
+        return x
+""", line=7),
     # The wrapper a decorator returns runs at every call (transformers' @dynamic_rope_update).
     Invalid("""
 import functools
