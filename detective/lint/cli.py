@@ -60,8 +60,13 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
         raise click.UsageError("--fix and --diff are exclusive: --diff previews what --fix writes")
     if project and no_project:
         raise click.UsageError("--project and --no-project are exclusive")
+    notice = None
     if not project and not no_project:
         project = default_project(paths)
+        if project:
+            def notice(to_parse: int, total: int) -> None:
+                click.echo(f"detective: reading {total:,} files of {project[0]} as context for the files named "
+                           f"({to_parse:,} not in the cache yet; --no-project lints them alone)", err=True)
     try:
         config = load_config(config_path, start=Path(paths[0]))
         select_codes, ignore_codes = _codes(select), _codes(ignore)  # lint_paths checks them
@@ -69,7 +74,7 @@ def lint(paths, select, ignore, output_format, exit_zero, statistics, fix, diff,
         def run():
             return lint_paths(paths, config, select=select_codes or None, ignore=ignore_codes, jobs=jobs,
                               use_cache=not no_cache, project=list(project) or None,
-                              min_severity=min_severity)
+                              min_severity=min_severity, notice=notice)
 
         result = run()
     except (ConfigError, ValueError) as exc:

@@ -27,6 +27,7 @@ from detective.lint.arg_facts import ArgFacts
 from detective.lint.xla_params import none_on_xla
 
 PARALLEL_THRESHOLD = 24  # below this a process pool costs more than it saves
+NOTICE_FILES = 300  # parsing this many files takes seconds: a run that reads a project for context says so
 
 
 @dataclass
@@ -90,9 +91,11 @@ def _run_jobs(work: list[tuple], jobs: int) -> list[FileSummary]:
 
 
 def summarise(files: list[Path], config: Config, jobs: int | None = None,
-              cache: SummaryCache | None = None, read: dict[Path, tuple] | None = None) -> list[FileSummary]:
+              cache: SummaryCache | None = None, read: dict[Path, tuple] | None = None,
+              notice=None) -> list[FileSummary]:
     """One summary per file, in order: from the cache when the content is unchanged.
-    ``read``: what :func:`_result_key` already knows of a file (bytes, hash, ``file_facts``)."""
+    ``read``: what :func:`_result_key` already knows of a file (bytes, hash, ``file_facts``);
+    ``notice(to_parse, total)``: called before parsing, when many files must be parsed."""
     roots = tuple(config.roots)
     summaries: list[FileSummary | None] = [None] * len(files)
     work, slots, keys = [], [], []
@@ -120,6 +123,8 @@ def summarise(files: list[Path], config: Config, jobs: int | None = None,
                 keys.append(None)
         work.append((shown, module, root, is_package, roots, raw))
         slots.append(index)
+    if notice is not None and len(work) >= NOTICE_FILES:
+        notice(len(work), len(files))
     results = _run_jobs(work, jobs or os.cpu_count() or 1)
     for position, (index, summary) in enumerate(zip(slots, results)):
         summaries[index] = summary
@@ -139,13 +144,13 @@ def cache_for(config: Config) -> SummaryCache:
 
 def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
                jobs: int | None = None, use_cache: bool = False,
-               project: list[str] | None = None, min_severity: str | None = None) -> LintResult:
+               project: list[str] | None = None, min_severity: str | None = None, notice=None) -> LintResult:
     """Lint ``paths``. With ``project``, files there (not reported on) are context for the
     cross-file pass too: chains and XLA reachability are those of the whole project.
     Findings below ``min_severity`` (default: the config's, "warning") are counted in
-    ``hidden`` and left out.
+    ``hidden`` and left out. ``notice``: see :func:`summarise`.
     """
-    result = _lint_paths(paths, config, select, ignore, jobs, use_cache, project)
+    result = _lint_paths(paths, config, select, ignore, jobs, use_cache, project, notice)
     minimum = min_severity or config.min_severity
     shown = [f for f in result.findings if at_least(f.severity, minimum)]
     result.hidden = len(result.findings) - len(shown)
@@ -153,7 +158,7 @@ def lint_paths(paths: list[str], config: Config, select=None, ignore=None,
     return result
 
 
-def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> LintResult:
+def _lint_paths(paths, config, select, ignore, jobs, use_cache, project, notice=None) -> LintResult:
     cache = cache_for(config) if use_cache else None
     codes = cache.rule_codes() if cache is not None else None
     if codes is None:
@@ -181,7 +186,7 @@ def _lint_paths(paths, config, select, ignore, jobs, use_cache, project) -> Lint
             light = [FileSummary(path=p, module="", root="", content_hash=h) for p, h in hashes]
             return LintResult(findings=list(findings), errors=errors + list(file_errors),
                               files_checked=checked, summaries=light)
-    summaries = summarise(files + context_files, config, jobs, cache, read=read)
+    summaries = summarise(files + context_files, config, jobs, cache, read=read, notice=notice)
     result = LintResult(errors=errors, summaries=summaries[:len(files)])
     good = []
     for position, summary in enumerate(summaries):

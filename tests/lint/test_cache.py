@@ -155,7 +155,7 @@ def test_project_context_for_a_few_changed_files(tree, run_cli):
 
 
 @pytest.mark.parametrize("marker", ["pyproject.toml", "setup.py", "setup.cfg", ".git/"])
-def test_a_file_named_inside_a_project_is_linted_with_the_project_as_context(tree, run_cli, marker):
+def test_a_file_named_inside_a_project_is_linted_with_the_project_as_context(tree, run_cli, marker, monkeypatch):
     # The tree above has no project marker, so helpers.py alone saw nothing (test above);
     # inside a project, the project is read as --project would read it.
     (tree / marker).mkdir() if marker.endswith("/") else (tree / marker).write_text("")
@@ -167,6 +167,17 @@ def test_a_file_named_inside_a_project_is_linted_with_the_project_as_context(tre
         found = json.loads(run_cli("lint", "--format", "json", *named).stdout)
         assert [(f["path"], f["code"]) for f in found] == [("pkg/helpers.py", "RC001")], named
         assert found[0]["chain"][0].startswith("step (train.py:")
+    # A cold read of many files says so on stderr, once, and names the way out.
+    from detective.lint import engine
+
+    monkeypatch.setattr(engine, "NOTICE_FILES", 2)
+    (tree / "setup.cfg").write_text("")  # a change of project markers: nothing else
+    cold = run_cli("lint", "--no-cache", "--format", "json", "pkg/helpers.py")
+    n = len(list(tree.rglob("*.py")))
+    assert [line for line in cold.stderr.splitlines() if line.startswith("detective: reading ")] == [
+        f"detective: reading {n} files of {tree.resolve()} as context for the files named "
+        f"({n} not in the cache yet; --no-project lints them alone)"]
+    assert "detective: reading" not in run_cli("lint", "--no-cache", "--project", ".", "pkg/helpers.py").stderr
     # A context file that cannot be read is no error of this run: only named files are.
     (tree / "broken.py").write_bytes(b"def f(:\n\xff\xfe")
     named = run_cli("lint", "--format", "json", "pkg/helpers.py")
