@@ -74,6 +74,30 @@ def apply_compile(model):
         block.compile(fullgraph=True)
 """
 
+# LeRobot's rollout compiles a policy's inference method on whatever policy it built
+# (``policy.predict_action_chunk = torch.compile(...)``), never the policy: the training
+# forward and its loss logging run eagerly.
+METHODWISE = """
+import torch
+from torch import nn
+
+class Policy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 4)
+
+    def forward(self, batch):
+        loss = self.net(batch).sum()
+        return loss, {"loss": loss.item()}
+
+    def predict_action_chunk(self, obs):
+        return self.net(obs)
+
+def rollout(policy, obs):
+    policy.predict_action_chunk = torch.compile(policy.predict_action_chunk)
+    return policy.predict_action_chunk(obs)
+"""
+
 # A whole epoch compiled with torch_xla.compile around a loop over MpDeviceLoader, leaving
 # early by a break ({leave}): with or without a sync before it.
 COMPILED_EPOCH = """
@@ -655,4 +679,23 @@ class Dispatch(torch.nn.Module):
     Invalid(BLOCKWISE, line=6, severity="info"),
     Invalid(BLOCKWISE, line=10),
     Invalid("import torch_xla\n" + BLOCKWISE, line=7),
+    # A module whose methods the project compiles by name, never its forward: the forward
+    # runs eagerly (info without torch_xla); the compiled method and what it calls are traced.
+    Invalid(METHODWISE, line=12, severity="info"),
+    Invalid(METHODWISE.replace("return self.net(obs)", "return self.net(obs) * obs.max().item()"), line=15),
+    # Its own method compiled in __init__ (pi0's self.sample_actions), the same.
+    Invalid(METHODWISE.replace("self.net = nn.Linear(4, 4)", "self.net = nn.Linear(4, 4)\n"
+                               "        self.predict_action_chunk = torch.compile(self.predict_action_chunk)")
+            .replace("    policy.predict_action_chunk = torch.compile(policy.predict_action_chunk)\n", ""),
+            line=13, severity="info"),
+    # Its forward compiled by name too (pi0's self.forward = torch.compile(self.forward)):
+    # a warning.
+    Invalid(METHODWISE.replace("self.net = nn.Linear(4, 4)", "self.net = nn.Linear(4, 4)\n"
+                               "        self.forward = torch.compile(self.forward)"), line=13),
+    # The module itself compiled in one of its methods: a warning.
+    Invalid(METHODWISE.replace("self.net = nn.Linear(4, 4)", "self.net = nn.Linear(4, 4)\n"
+                               "        self.compiled = torch.compile(self)"), line=13),
+    # A method of a list or a tensor names no project class.
+    Invalid(METHODWISE.replace("predict_action_chunk", "append"), line=12),
+    Invalid("import torch_xla\n" + METHODWISE, line=13),
 ]

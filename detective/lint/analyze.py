@@ -18,7 +18,7 @@ from detective.lint.cache import paused_gc
 from detective.lint.callgraph import UNLINKED_METHODS
 from detective.lint.context import Context
 from detective.lint.importable import generated_from
-from detective.lint.model import GENERATED_FROM_FACT, Candidate, CallRef, FileSummary
+from detective.lint.model import COMPILED, GENERATED_FROM_FACT, UNKNOWN_RECEIVER, Candidate, CallRef, FileSummary
 
 _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
@@ -154,7 +154,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
             summary.scopes[resolved[1:]].tags.append("step-closure")  # runs after the step
     regions.one_time_hooks()
     for scope, ref, _node, reason in regions.compile_targets:
-        target = _resolve_local(model, ref.target, scope)
+        target = _resolve_local(model, ref.target, scope) or _unknown_receiver(ref.target, reason)
         if target:
             summary.compile_targets.append((scope, CallRef(target), reason))
 
@@ -250,6 +250,15 @@ def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> st
             return f"#{candidate}.{rest}" if rest else f"#{candidate}"
         scope = model.scopes.get(scope.parent) if scope.parent else None
     return None
+
+
+def _unknown_receiver(target: str, reason: str) -> str | None:
+    """``torch.compile(policy.predict_action_chunk)`` on a local of unknown class: ``*.name``,
+    a method of that name on whatever the project builds (lint/callgraph.py resolves it)."""
+    head, _, method = target.removeprefix("local:").partition(".")
+    if reason != COMPILED or not target.startswith("local:") or not method or "." in method:
+        return None
+    return f"{UNKNOWN_RECEIVER}{method}"
 
 
 def _resolve_assumption(model: SemanticModel, target: str, scope_qualname: str) -> str | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
-from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, USES_XLA, FileSummary
+from detective.lint.model import COMPILED, EXTENSION_FACT, NEEDS_CUDA, UNKNOWN_RECEIVER, USES_XLA, FileSummary
 from detective.lint.signatures import accepts
 from detective.lint.tensor_methods import TENSOR_METHODS
 
@@ -286,17 +286,25 @@ class Project(ClassHierarchy):
                             roots[(path, name)] = owner + method + guessed
                             class_roots[(path, name)] = cls
         memo: dict[Node, bool] = {}
+        compiled: set[Node] = set()  # scopes passed to a compile call
         for summary, scope_name, ref, reason in registrations:
             # A hook or compile target registered only on error paths (NanDetector built in
             # an except block that re-raises) never runs in a healthy step.
             if _error_only((summary.path, scope_name), callers, dead_callers, memo):
                 continue
             class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
-            target = self.resolve(ref.target, summary, class_name)
-            if target is not None:
+            if ref.target.startswith(UNKNOWN_RECEIVER):  # policy.act of a policy of any class
+                method = ref.target[len(UNKNOWN_RECEIVER):]
+                targets = [] if method in UNLINKED_METHODS else self.methods_named(method)
+            else:
+                targets = [t for t in [self.resolve(ref.target, summary, class_name)] if t is not None]
+            for target in targets:
                 roots.setdefault(target, reason)
                 class_roots.pop(target, None)  # also compiled or hooked by name
+                if reason == COMPILED:
+                    compiled.add(target)
         self.class_roots = class_roots
+        self.compiled = compiled
         self._untraced = untraced - traced
         self._untraced_dead = dead - live  # never called where the project runs XLA
         self._graph = (edges, roots)

@@ -1,6 +1,6 @@
-"""Models compiled block by block: their own ``forward`` runs eagerly around the blocks.
+"""Models compiled in parts: their own ``forward`` runs eagerly around the parts.
 
-torchtitan's ``apply_compile`` does ``for _, block in model.layers.named_children():
+Block by block. torchtitan's ``apply_compile`` does ``for _, block in model.layers.named_children():
 block.compile(...)``; OLMo's training script does ``for block in model.transformer.blocks:
 block.compile(...)``. Each compiles the blocks a model keeps in a container attribute and never
 the model itself, so the code of the model's ``forward`` outside the blocks (position ids,
@@ -17,14 +17,32 @@ Across files (:func:`block_compiled_classes`): in a project that does not target
 is a ``ModuleList``/``ModuleDict``/``Sequential`` (its own or a project base's) for such an
 attribute is eager: the blocks it holds are compiled, not it. The classes of the blocks stay
 roots.
+
+Method by method. LeRobot's ``PI05Pytorch.__init__`` does ``self.sample_actions =
+torch.compile(self.sample_actions)``; its rollout does ``policy.predict_action_chunk =
+torch.compile(policy.predict_action_chunk)`` on whatever policy it built. A project that
+picks a module's methods to compile and never its ``forward`` runs that ``forward`` (the
+training step's loss and its ``.item()`` logging) eagerly: across files
+(:func:`method_compiled_classes`), in a project that does not target torch_xla, a module
+class is eager when the project compiles a method of it or of a project base (resolved as
+calls are; a method of a local of unknown class, ``policy.predict_action_chunk``, means that
+method of every project class defining it) other than ``forward``/``__call__``, and compiles
+none of their ``forward``/``__call__`` by name nor the module itself (``torch.compile(self)``).
+The compiled methods are roots, so what they call stays traced.
+Limit: a whole instance compiled from outside (``self.policy = torch.compile(self.policy)``,
+its class unknown to the walk) is not seen.
 """
 
 from __future__ import annotations
+
+from detective.lint.model import COMPILES_SELF
 
 PARTS_FACT = "compiled-parts:"
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
                         "torch.nn.modules.container.ModuleList", "torch.nn.modules.container.ModuleDict",
                         "torch.nn.modules.container.Sequential"})
+
+
 def block_compiled_classes(project) -> dict:
     """Module classes whose container attribute holds blocks the project compiles one by one:
     class node -> why its forward is eager (the caller checks the project's targets)."""
@@ -58,3 +76,36 @@ def _is_container(project, dotted: str, summary, depth: int = 0) -> bool:
     owner = project.files[node[0]]
     return any(_is_container(project, base, owner, depth + 1) for base in owner.classes[node[1]].bases)
 
+
+
+def method_compiled_classes(project) -> dict:
+    """Module classes some of whose methods the project compiles, never their forward nor
+    the module: class node -> why its forward is eager (the caller checks the targets)."""
+    project.graph()
+    methods: dict = {}  # class node -> compiled method names
+    whole: set = set()  # classes whose forward/__call__ is compiled by name
+    for path, qualname in project.compiled:
+        owner, _, method = qualname.rpartition(".")
+        if owner in project.files[path].classes:
+            (whole.add((path, owner)) if method in ("forward", "__call__")
+             else methods.setdefault((path, owner), set()).add(method))
+    if not methods:
+        return {}
+    found = {}
+    for path, summary in project.files.items():
+        for name in summary.classes:
+            order = project.mro((path, name))
+            named = sorted({m for owner in order for m in methods.get(owner, ())})
+            if not named or any(owner in whole or _compiles_self(project, owner) for owner in order) \
+                    or project.class_kind((path, name)) != "module":
+                continue
+            found[(path, name)] = (f"the project compiles {name}.{named[0]} by name, never {name}.forward nor "
+                                   f"{name} itself: its forward runs eagerly, and this project does not target "
+                                   "torch_xla")
+    return found
+
+
+def _compiles_self(project, cls) -> bool:
+    summary = project.files[cls[0]]
+    return any(COMPILES_SELF in summary.scopes[f"{cls[1]}.{m}"].tags
+               for m in summary.classes[cls[1]].methods if f"{cls[1]}.{m}" in summary.scopes)

@@ -44,6 +44,8 @@ COMPILES = "compiles"
 # Scope tag: the method compiles its own module (super().compile(...), torch.compile(self)):
 # a class whose ``compile`` override lacks it compiles only its parts (lint/entrances.py).
 COMPILES_SELF = "compiles-self"
+COMPILED = "passed to a compile call"  # compile_targets reason of a compiled function
+UNKNOWN_RECEIVER = "*."  # compile_targets: "*.act" is method act of a local of unknown class
 # Scope tag: the function calls a torch_xla API (xm.xla_device(), torch_xla.sync()): in a file
 # that imports torch_xla only optionally, such scopes start the XLA code (lint/bindings.py).
 USES_XLA = "uses-xla"
@@ -174,7 +176,8 @@ class FileSummary:
     scopes: dict[str, Scope] = field(default_factory=dict)
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     # Functions traced because they are passed by name: (scope, ref, why), e.g.
-    # torch_xla.compile(step) -> "passed to a compile call", m.register_forward_hook(fn).
+    # torch_xla.compile(step) -> COMPILED, m.register_forward_hook(fn). A method of a local
+    # of unknown class (torch.compile(policy.act)) is UNKNOWN_RECEIVER + its name.
     compile_targets: list[tuple[str, CallRef, str]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all

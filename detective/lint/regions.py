@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.model import CallRef, Scope
+from detective.lint.model import COMPILED, CallRef, Scope
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
 from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES, SYNC_CALLS
 from detective.lint.semantic import dotted_name
@@ -283,7 +283,7 @@ class Regions(NeverTraced):
                 fn = fn.args[0].value
             target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
             if target is not None and self.call_kind() != "dead":
-                reason = f"registered with {method or dotted}" if hook else "passed to a compile call"
+                reason = f"registered with {method or dotted}" if hook else COMPILED
                 if hook and self._handles.get(id(node)) in self._fn_removes[-1]:
                     self.record(Item("call", (target, node, self.call_kind()), model.scope.qualname, -1))
                 elif not (hook and self._handles.get(id(node))):
