@@ -29,13 +29,15 @@ calls are; a method of a local of unknown class, ``policy.predict_action_chunk``
 method of every project class defining it) other than ``forward``/``__call__``, and compiles
 none of their ``forward``/``__call__`` by name nor the module itself (``torch.compile(self)``).
 The compiled methods are roots, so what they call stays traced.
+By its own ``compile`` override (:func:`override_compiled_classes`): DeepSpeed's
+``PipelineModule.compile`` compiles each layer and never the pipeline.
 Limit: a whole instance compiled from outside (``self.policy = torch.compile(self.policy)``,
 its class unknown to the walk) is not seen.
 """
 
 from __future__ import annotations
 
-from detective.lint.model import COMPILES_SELF
+from detective.lint.model import COMPILES, COMPILES_SELF
 
 PARTS_FACT = "compiled-parts:"
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
@@ -109,3 +111,23 @@ def _compiles_self(project, cls) -> bool:
     summary = project.files[cls[0]]
     return any(COMPILES_SELF in summary.scopes[f"{cls[1]}.{m}"].tags
                for m in summary.classes[cls[1]].methods if f"{cls[1]}.{m}" in summary.scopes)
+
+
+def override_compiled_classes(project, eager) -> dict:
+    """Module classes whose ``compile`` override (their own or a project base's) compiles
+    their parts and not the module itself: DeepSpeed's ``PipelineModule.compile`` compiles
+    each layer, so ``.compile()`` on one leaves its ``forward`` eager around them. Classes
+    already in ``eager`` are left out."""
+    found = {}
+    for cls in sorted(set(project.class_roots.values())):
+        if cls in eager or project.class_kind(cls) == "function":
+            continue
+        summary = project.files.get(cls[0])
+        method = project.resolve("self.compile", summary, cls[1]) if summary is not None else None
+        if method is None or method[0] not in project.files or not method[1].endswith(".compile"):
+            continue
+        scope = project.files[method[0]].scopes[method[1]]
+        if COMPILES in scope.tags and COMPILES_SELF not in scope.tags:
+            found[cls] = (f"{scope.display} compiles the parts of {cls[1]} one by one, never the "
+                          "module itself: its forward runs eagerly, and this project does not target torch_xla")
+    return found

@@ -25,7 +25,9 @@ In a project that does not target torch_xla, a module class whose ``compile`` ov
 own or a project base's) compiles its parts and never the module itself (no
 ``super().compile(...)``, no ``torch.compile(self)``) is eager too: DeepSpeed's
 ``PipelineModule.compile`` compiles each layer, so the pipeline's ``forward`` runs eagerly
-around them. What it builds is not made eager by it (the layers are what is compiled).
+around them. What it builds is not made eager by it (the layers are what is compiled). The
+same holds for models compiled block by block or method by method
+(:mod:`detective.lint.compiled_parts`).
 
 A class defined in a test file and built or named in no other file is eager-only when
 neither that file nor any scope it reaches through calls imports torch_xla or calls a
@@ -65,10 +67,10 @@ class and is called only from eager code is not followed (its callers are not en
 
 from __future__ import annotations
 
-from detective.lint.compiled_parts import block_compiled_classes, method_compiled_classes
+from detective.lint.compiled_parts import block_compiled_classes, method_compiled_classes, override_compiled_classes
 from detective.lint.observers import observer_classes
 from detective.lint.discovery import is_test_path
-from detective.lint.model import COMPILES, COMPILES_SELF, NEEDS, only_through
+from detective.lint.model import COMPILES, NEEDS, only_through
 from detective.lint.program_args import ProgramGuards
 from detective.lint.programs import Programs
 from detective.lint.project_facts import COMPILE_FACT
@@ -103,7 +105,7 @@ class EagerRoots:
         self.cuda = project.needs_cuda() & set(graph)
         self.eager = self._eager_classes(graph)  # class -> why
         if "xla" not in targets:  # the lazy tensor traces a forward whatever compile() does
-            self.eager.update(self._compiled_in_parts())  # after the fixpoint: what they build is not eager
+            self.eager.update(override_compiled_classes(project, self.eager))  # after the fixpoint: what they build is not eager
             for cls, why in [*block_compiled_classes(project).items(), *method_compiled_classes(project).items(),
                              *observer_classes(project).items()]:
                 self.eager.setdefault(cls, why)
@@ -279,24 +281,6 @@ class EagerRoots:
                         + ", ".join(sorted(sub[1] for sub in subclasses)) if subclasses else "")
                     changed = True
         return self.reasons
-
-    def _compiled_in_parts(self) -> dict[Node, str]:
-        """Module classes whose ``compile`` override (their own or a project base's) compiles
-        their parts and not the module itself: DeepSpeed's ``PipelineModule.compile`` compiles
-        each layer, so ``.compile()`` on one leaves its ``forward`` eager around them."""
-        found = {}
-        for cls in sorted(set(self.project.class_roots.values())):
-            if cls in self.eager or self.project.class_kind(cls) == "function":
-                continue
-            summary = self.project.files.get(cls[0])
-            method = self.project.resolve("self.compile", summary, cls[1]) if summary is not None else None
-            if method is None or method[0] not in self.project.files or not method[1].endswith(".compile"):
-                continue
-            tags = self._scope(method).tags
-            if COMPILES in tags and COMPILES_SELF not in tags:
-                found[cls] = (f"{self._name(method)} compiles the parts of {cls[1]} one by one, never the "
-                              "module itself: its forward runs eagerly, and this project does not target torch_xla")
-        return found
 
     def _test_only(self, classes: set[Node], named_in: dict[Node, set[str]], graph) -> list[Node]:
         """Modules and Functions defined in a test file, built or named nowhere else, where

@@ -4,7 +4,8 @@ Evidence is what the code shows (torch calls, forward parameters, names bound fr
 tensor expressions, tensor-only methods, buffers and parameters of the class), no type
 checker. It is conservative on purpose: a wrong "tensor" produces a false finding, a
 missed one only silence. The tables of torch names live in :mod:`detective.lint.tensors`,
-what parameter annotations and names say in :mod:`detective.lint.parameters`.
+what parameter annotations and names say in :mod:`detective.lint.parameters`, where a
+tensor lives (host copies, CPU-made tensors) in :mod:`detective.lint.placement`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
 from detective.lint.guard_syntax import is_config
+from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
+from detective.lint.placement import Placement
 from detective.lint.walker import walk
 
 _NUMBER_CASTS = frozenset({"long", "int", "float", "double", "half", "bfloat16", "short"})
@@ -38,16 +40,6 @@ HOST_BUILTINS = frozenset({"int", "float", "round", "min", "max", "math.ceil",
                            "math.floor", "math.sqrt", "math.log", "math.log2", "ceil", "floor"})
 
 
-# Torch factories that make a tensor on the CPU unless given a device (or a default device).
-CPU_FACTORIES = frozenset({
-    "tensor", "as_tensor", "zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm",
-    "arange", "range", "linspace", "logspace", "eye", "from_numpy", "LongTensor", "FloatTensor",
-    "IntTensor", "BoolTensor", "ByteTensor", "DoubleTensor", "HalfTensor", "Tensor",
-})
-# Methods whose result may live elsewhere than the receiver (x.to(device), x.cuda(), x.type_as(y)).
-MOVING_METHODS = frozenset({"to", "cuda", "type_as", "xla", "type", "copy_", "set_"})
-
-
 def _compares_values(value: cst.BaseExpression) -> bool:
     """``top == i``, ``ids >= 0``: a comparison that is a mask when its operands are tensors."""
     if not isinstance(value, cst.Comparison):
@@ -59,7 +51,7 @@ def _compares_values(value: cst.BaseExpression) -> bool:
                    or (isinstance(s, cst.Name) and s.value in {"None", "True", "False"}) for s in sides)
 
 
-class TensorInference:
+class TensorInference(Placement):
     def __init__(self, model):
         self.model = model  # detective.lint.semantic.SemanticModel
         # Call targets the answers since the last clear() took for tensors on trust: the
@@ -233,115 +225,6 @@ class TensorInference:
                 # self.kmeans(feats).tolist(): the method's return summary may say NumPy
                 self.assumed.append(target)
         self.assumed[mark:] = [t if t.startswith("~") else f"~{t.lstrip('?')}" for t in self.assumed[mark:]]
-
-    def on_host(self, node: cst.BaseExpression) -> bool:
-        """Is this computed from a tensor already copied to the host (``x.cpu()``, ``.numpy()``,
-        a name bound from one, ``u != -1`` with ``u`` such a name, the elements of a list of
-        them)? Reading it syncs nothing more, and ops on it make no XLA program."""
-        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
-            return self.on_host(node.elt)
-        if isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
-            sides = [node.expression] if isinstance(node, cst.UnaryOperation) else \
-                [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
-                [node.left, *(t.comparator for t in node.comparisons)]
-            if not any(self.on_host(s) for s in sides):
-                return False
-            # Every other operand a number or a non-tensor (a device tensor would not mix in).
-            mark = len(self.assumed)
-            others = all(self.on_host(s) or not self.is_tensor(s) for s in sides)
-            del self.assumed[mark:]  # a question, not evidence a finding stands on
-            return others
-        while True:
-            if isinstance(node, cst.Call):
-                func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in {"cpu", "numpy"}:
-                    return True
-                if isinstance(func, cst.Attribute) and func.attr.value == "to" and any(
-                        T.is_cpu_device(a.value, self.model.resolve) for a in node.args):
-                    return True  # x.to("cpu"), x.to(torch.device("cpu"), non_blocking=True)
-                node = func.value if isinstance(func, cst.Attribute) else None
-            elif isinstance(node, (cst.Attribute, cst.Subscript)):
-                node = node.value
-            elif isinstance(node, cst.Name):
-                return node.value in self.model.function.cpu_names
-            else:
-                return False
-            if node is None:
-                return False
-
-    def made_on_cpu(self, node: cst.BaseExpression) -> bool:
-        """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,
-        ``torch.tensor(x.size())`` with no ``device=`` or ``device="cpu"``, a host copy ``x.cpu()``, what is
-        computed from such tensors alone)? Reading its value syncs no device on XLA (under
-        torch.compile it still breaks the graph)."""
-        if isinstance(node, cst.Name):
-            # cu_seqlens_cpu: a name that says where the tensor lives; a host copy (x.cpu()).
-            function = self.model.function
-            if self.params_on_cpu and node.value in function.params and node.value not in function.locals:
-                return True  # a return summary: where the arguments live (see SemanticModel)
-            return node.value in function.cpu_made_names or node.value in function.cpu_names \
-                or node.value.endswith("_cpu")
-        if isinstance(node, cst.Call):
-            func = node.func
-            if isinstance(func, cst.Attribute) and func.attr.value == "cpu":
-                return True  # a host copy: what is computed from it runs on the CPU
-            dotted = self.model.resolve(func) or ""
-            if T.is_torch_name(dotted):
-                if dotted.count(".") == 1 and dotted.rsplit(".", 1)[-1] in CPU_FACTORIES:
-                    # no device= (the default), or device="cpu" / torch.device("cpu")
-                    return not any(a.keyword is not None and (a.keyword.value == "out" or (
-                        a.keyword.value == "device" and not T.is_cpu_device(a.value, self.model.resolve)))
-                        for a in node.args)
-                # torch.cumsum(t), F.pad(t, p): the result lives where its tensor inputs live.
-                return self._inputs_on_cpu(node)
-            if isinstance(func, cst.Name) and self.model.cpu_following.get(dotted):
-                return self._inputs_on_cpu(node)  # a helper of this file whose return follows them
-            cls = self.model.cls
-            if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self" \
-                    and cls is not None and self.model.cpu_following.get(f"{cls.info.qualname}.{func.attr.value}"):
-                return self._inputs_on_cpu(node)  # self._constrain(row): a method of this class, defined above
-            if isinstance(func, cst.Attribute) and (func.attr.value not in MOVING_METHODS or (
-                    func.attr.value == "to" and self._casts_only(node))):
-                return self.made_on_cpu(func.value)  # torch.zeros(n).long().sum(), .to(torch.float32)
-            return False
-        if isinstance(node, (cst.List, cst.Tuple)):
-            return bool(node.elements) and all(self.made_on_cpu(e.value) for e in node.elements)
-        if isinstance(node, cst.Subscript):
-            return self.made_on_cpu(node.value)
-        if isinstance(node, cst.UnaryOperation):
-            return self.made_on_cpu(node.expression)
-        if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
-            sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
-                [node.left, *(t.comparator for t in node.comparisons)]
-            # Every tensor operand is a CPU tensor (numbers mix in; a device tensor would not).
-            if not any(self.made_on_cpu(s) for s in sides):
-                return False
-            mark = len(self.assumed)
-            others = all(self.made_on_cpu(s) or not self.is_tensor(s) for s in sides)
-            del self.assumed[mark:]  # a question, not evidence a finding stands on
-            return others
-        return False
-
-    def _casts_only(self, node: cst.Call) -> bool:
-        """``x.to(torch.float32)``, ``x.to(dtype=d)``: a cast that keeps the tensor where it is."""
-        def cast(arg: cst.Arg) -> bool:
-            if arg.keyword is not None:
-                return arg.keyword.value in {"dtype", "copy", "non_blocking", "memory_format"}
-            dotted = self.model.resolve(arg.value) or ""
-            return dotted.startswith("torch.") and dotted.rsplit(".", 1)[-1] in T.DTYPE_NAMES
-        return bool(node.args) and all(cast(a) for a in node.args)
-
-    def _inputs_on_cpu(self, node: cst.Call) -> bool:
-        """Some argument is a CPU tensor and every other one a CPU tensor or no tensor."""
-        values = [a.value for a in node.args]
-        if not any(self.made_on_cpu(v) for v in values):
-            return False
-        mark = len(self.assumed)
-        others = all(self.made_on_cpu(v) or not (
-            self.is_tensor(v) or isinstance(v, (cst.List, cst.Tuple))
-            and any(self.is_tensor(e.value) for e in v.elements)) for v in values)
-        del self.assumed[mark:]  # a question, not evidence a finding stands on
-        return others
 
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
