@@ -32,13 +32,7 @@ class Placement:
             sides = [node.expression] if isinstance(node, cst.UnaryOperation) else \
                 [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
                 [node.left, *(t.comparator for t in node.comparisons)]
-            if not any(self.on_host(s) for s in sides):
-                return False
-            # Every other operand a number or a non-tensor (a device tensor would not mix in).
-            mark = len(self.assumed)
-            others = all(self.on_host(s) or not self.is_tensor(s) for s in sides)
-            del self.assumed[mark:]  # a question, not evidence a finding stands on
-            return others
+            return self._operands_all(sides, self.on_host)
         while True:
             if isinstance(node, cst.Call):
                 func = node.func
@@ -101,14 +95,18 @@ class Placement:
         if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
             sides = [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
                 [node.left, *(t.comparator for t in node.comparisons)]
-            # Every tensor operand is a CPU tensor (numbers mix in; a device tensor would not).
-            if not any(self.made_on_cpu(s) for s in sides):
-                return False
-            mark = len(self.assumed)
-            others = all(self.made_on_cpu(s) or not self.is_tensor(s) for s in sides)
-            del self.assumed[mark:]  # a question, not evidence a finding stands on
-            return others
+            return self._operands_all(sides, self.made_on_cpu)
         return False
+
+    def _operands_all(self, sides, test) -> bool:
+        """Some operand passes ``test`` and every other one passes it or is no tensor (numbers
+        mix in; a device tensor would not)."""
+        if not any(test(s) for s in sides):
+            return False
+        mark = len(self.assumed)
+        others = all(test(s) or not self.is_tensor(s) for s in sides)
+        del self.assumed[mark:]  # a question, not evidence a finding stands on
+        return others
 
     def _casts_only(self, node: cst.Call) -> bool:
         """``x.to(torch.float32)``, ``x.to(dtype=d)``: a cast that keeps the tensor where it is."""
