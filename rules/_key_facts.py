@@ -29,10 +29,6 @@ batch["alignments"] = ...``). None of these is evidence:
 
 Each optional key becomes the project fact ``optional-key:<k>`` (see
 :mod:`detective.lint.project_facts`).
-
-Every key some file writes into a mapping (``m["k"] = ...``, ``{"k": ...}``, ``dict(k=...)``)
-becomes ``key-set:<k>``: the code that builds such batches is in view, so a key it never makes
-optional is in every batch of a run or in none.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.project_facts import KEY_SET, OPTIONAL_KEY
+from detective.lint.project_facts import OPTIONAL_KEY
 from detective.lint.rule import Facts
 from detective.lint.walker import syntax_children
 
@@ -131,7 +127,6 @@ class OptionalKeys(Facts):
             key = _literal_key(target.target)
             if key is None:
                 continue
-            self._add(KEY_SET + key)
             if _result_mapping(target.target.value):
                 continue  # logging_output["k"] = ...: a result being filled, not a batch
             if _reads_subscript(node.value, target.target):
@@ -147,12 +142,6 @@ class OptionalKeys(Facts):
             if any(data and key not in keys and not (tested & read) for data, keys, tested in self._conditions):
                 self._note(key)
 
-    def visit_Dict(self, node: cst.Dict) -> None:
-        for element in node.elements:
-            key = T.literal_string(element.key) if isinstance(element, cst.DictElement) else None
-            if key is not None:
-                self._add(KEY_SET + key)
-
     def visit_Del(self, node: cst.Del) -> None:
         if id(node) in self._replaced:
             return
@@ -165,10 +154,6 @@ class OptionalKeys(Facts):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Name) and func.value == "dict":
-            for arg in node.args:
-                if arg.keyword is not None:
-                    self._add(KEY_SET + arg.keyword.value)
         if isinstance(func, cst.Attribute) and func.attr.value == "pop" and node.args \
                 and node.args[0].keyword is None and not _keyword_mapping(func.value) \
                 and self._removal_counts(func.value):

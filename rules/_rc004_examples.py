@@ -3,6 +3,21 @@ apart from the rule's logic in :mod:`detective.rules.rc004_key_branch` for lengt
 
 from detective.lint.rule import Invalid, Valid
 
+# A collater that gives only some batches KEY: the evidence a key test needs to be a warning.
+# Appended after an example, so the example's line numbers stay.
+OPTIONAL_KEY_COLLATER = """
+def collate(samples):
+    batch = {"x": samples[0]["x"]}
+    if all("KEY" in s for s in samples):  # only batches whose samples all carry it
+        batch["KEY"] = samples[0]["KEY"]
+    return batch
+"""
+
+
+def with_optional(code: str, key: str) -> str:
+    return code + OPTIONAL_KEY_COLLATER.replace("KEY", key)
+
+
 VALID = [
     # Host bookkeeping under a key test: shapes and Python counters, no tensor op, one graph.
     Valid(
@@ -117,7 +132,7 @@ def train(model, loader):
         severity="info",  # reported; info only because nothing in view makes the key optional
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 import torch_xla
 
@@ -128,11 +143,11 @@ def train(model, loader, pad):
             tokens += batch["input_ids"].ne(pad).sum()   # a tensor op: each key set its own graph
         model(**batch).loss.backward()
         torch_xla.sync()
-""",
+""", "input_ids"),
         line=8,
     ),
     Invalid(
-        """
+        with_optional("""
 import torch_xla.core.xla_model as xm
 
 def train(model, loader):
@@ -140,7 +155,7 @@ def train(model, loader):
         if "mask" in batch:
             model(batch["x"], batch["mask"]).backward()
         xm.mark_step()
-""",
+""", "mask"),
         line=6,
     ),
     Invalid(
@@ -255,7 +270,7 @@ class Net(torch.nn.Module):
         line=12,
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 
 class Net(torch.nn.Module):
@@ -264,11 +279,11 @@ class Net(torch.nn.Module):
         if "mask" in batch:
             x = x * batch["mask"]
         return x
-""",
+""", "mask"),
         line=7,
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 import torch_xla
 
@@ -277,11 +292,11 @@ def train(model, loader):
         mask = batch["mask"] if batch.get("mask") is not None else None
         model(batch["x"], mask).backward()
         torch_xla.sync()
-""",
+""", "mask"),
         line=7,
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 
 class Encoder(torch.nn.Module):
@@ -289,18 +304,18 @@ class Encoder(torch.nn.Module):
         if "attention_mask" in batch["encoder"]:  # a nested input mapping
             return batch["encoder"]["attention_mask"]
         return batch["ids"]
-""",
+""", "attention_mask"),
         line=6,
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 
 class Net(torch.nn.Module):
     def forward(self, x, batch):
         bias = batch["bias"] if "bias" in batch else 0.0
         return x + bias
-""",
+""", "bias"),
         line=6,
     ),
     Invalid(
@@ -325,7 +340,7 @@ class Criterion(torch.nn.Module):
         severity="info",  # the file sets "net_input" and never makes it optional
     ),
     Invalid(
-        """
+        with_optional("""
 import torch
 
 class Encoder(torch.nn.Module):
@@ -337,7 +352,7 @@ class Encoder(torch.nn.Module):
         else:
             raise KeyError("no input")
         return x
-""",
+""", "features"),
         line=8,
     ),
     Invalid(
@@ -355,6 +370,21 @@ class Block(torch.nn.Module):
         cross_attention_kwargs = dict(cross_attention_kwargs or {})
         scale = cross_attention_kwargs.pop("scale", 1.0)   # an option consumed: no optional key
         return self.down(x) * scale
+""",
+        line=6,
+        severity="info",
+    ),
+    # Nothing in view makes the key optional (no collater read, or a key no file sets, such
+    # as a tokenizer's): the test is reported as info, with a note saying why.
+    Invalid(
+        """
+import torch
+
+class Encoder(torch.nn.Module):
+    def forward(self, batch):
+        if "attention_mask" in batch["encoder"]:
+            return batch["encoder"]["attention_mask"]
+        return batch["ids"]
 """,
         line=6,
         severity="info",

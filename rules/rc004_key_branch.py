@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.project_facts import ABSENT, KEY_SET, OPTIONAL_KEY, PARTIAL_VIEW
+from detective.lint.project_facts import OPTIONAL_KEY
 from detective.lint.rule import Rule
 from detective.lint.walker import syntax_children
 from detective.rules import _rc004_examples as examples
@@ -37,12 +37,13 @@ class KeyBranch(Rule):
     every call from a mapping the function built itself, a conditional write of a key the
     mapping already holds, or a write under `if v is not None` of a value made from `v`):
     a task's collater gives every batch of a run the same keys, so the run takes one side,
-    one program. For a batch mapping this needs the code that builds the batches in view,
-    so the test stays a warning when a few files are linted without the rest of the
-    repository (`--no-project`, or files in no project; files named inside a project read
-    it as context), and when no file sets the key at all (`m["k"] = ...`, `{"k": ...}`,
-    `dict(k=...)`). A test on `**kwargs` needs neither: each call site passes the same
-    keyword arguments every time.
+    one program. For a batch mapping the evidence is in the code that builds the batches:
+    files named inside a project read it as context, but a few files linted with
+    `--no-project` (or files in no project) usually lack it, and their key tests are `info`
+    with a note saying so. A key no file sets (a tokenizer's `attention_mask`, a `"|" in
+    name` test on a string) is no evidence either: nothing shows batches of one run
+    differing in it. A test on `**kwargs` needs the same evidence: each call site passes the
+    same keyword arguments every time.
 
     ## Why is this bad?
     The Python path taken depends on which optional keys this batch has, so when batches
@@ -99,12 +100,12 @@ class KeyBranch(Rule):
                             "each key subset traces its own graph", subject=container,
                             needs=(OPTIONAL_KEY + name,))
                 return
-            # A batch mapping: a warning where the project makes the key optional, or where the
-            # collater is not in view (no linted file sets the key, or only a few files are linted).
+            # A batch mapping: a warning where the project makes the key optional (the code that
+            # builds the batches must be in view: with --no-project it usually is not).
             self.report(
                 test,
                 f"branch on whether `{container}` has key {name!r}: each key subset traces its own graph",
-                subject=container, needs=(OPTIONAL_KEY + name, ABSENT + KEY_SET + name, PARTIAL_VIEW),
+                subject=container, needs=(OPTIONAL_KEY + name,),
             )
 
     def __init__(self, context):

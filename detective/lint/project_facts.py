@@ -11,9 +11,6 @@ over the sources, so a run answered from the cache pays nothing for them.
 - Optional keys: ``optional-key:<k>`` when some file removes key ``k`` from a mapping
   (``del m["k"]``, ``m.pop("k")``) or sets it only under a condition on data (not on
   ``self.*`` configuration, not on the key's own presence; see ``rules/_key_facts.py``).
-- Keys set: ``key-set:<k>`` when some file writes key ``k`` into a mapping (``m["k"] = ...``,
-  ``{"k": ...}``, ``dict(k=...)``): the code that builds the batches (a collater) is in view.
-
 - Partial view: ``view:partial`` when the run lints a few files or a package directory
   rather than a project directory (``.``, ``src/``, one named with ``--project``, or the
   project the CLI finds for the paths it is given: :func:`detective.lint.discovery.default_project`).
@@ -28,9 +25,9 @@ over the sources, so a run answered from the cache pays nothing for them.
   only (``file:xla-experimental:nonzero``: the file runs ``nonzero`` with a bounded dynamic
   shape, see ``rules/_bounded_dynamic.py``; RC005 on ``nonzero`` there is ``info``).
 
-A need written ``!<fact>`` holds when the fact is absent. RC004 on a batch mapping stays a
-warning on a key that no file of the run sets (``!key-set:<k>``) and in a partial view: the
-collater that decides the batch's keys is not in view.
+A need written ``!<fact>`` holds when the fact is absent. RC004 needs ``optional-key:<k>``
+everywhere; in a partial view its ``info`` note says that the code that builds the inputs was
+not read.
 
 Only the files the run sees count: linting a few files alone (``--no-project``) finds
 the facts of those files only; ``targets`` in the config pins them.
@@ -46,7 +43,6 @@ TARGETS = ("xla", "compile")
 TARGET_NAMES = {"xla": "torch_xla", "compile": "torch.compile"}
 COMPILE_FACT = "target:compile"
 OPTIONAL_KEY = "optional-key:"
-KEY_SET = "key-set:"
 ABSENT = "!"  # a need that holds when the fact is absent
 PARTIAL_VIEW = "view:partial"
 FILE_ONLY = "file:"  # a fact that holds in the file that records it only
@@ -108,11 +104,12 @@ class ProjectFacts:
                                 "project defines a zero_grad whose set_to_none defaults to False: it may be "
                                 "one of those)")
             keys = ", ".join(repr(n[len(OPTIONAL_KEY):]) for n in candidate.needs if n.startswith(OPTIONAL_KEY))
-            if any(n.startswith(ABSENT + KEY_SET) for n in candidate.needs):
-                return "info", (f" (the project sets {keys} but nothing removes it or sets it only for some "
-                                "data: every batch of a run has the same key set)")
-            return "info", (f" (nothing in the project removes {keys} or sets it only for some data: "
-                            "the key set is fixed per call site)")
+            if PARTIAL_VIEW in self.facts:
+                return "info", (f" (nothing in view removes {keys} or sets it only for some data; only the files "
+                                "named were read, and the code that builds the inputs may: lint them with "
+                                "their project to know)")
+            return "info", (f" (nothing in the project removes {keys} or sets it only for some data: every "
+                            "call sees the same key set)")
         return "warning", ""
 
     def _holds(self, need: str) -> bool:

@@ -811,8 +811,9 @@ def test_a_key_test_on_a_batch_is_info_where_the_project_sets_the_key_for_every_
                     return sample["target_lengths"].sum()
                 return model(**sample["net_input"]).sum()
     """
-    # No file sets the key: the collater is not in view (files linted alone), still a warning.
-    assert lint({"criterion.py": criterion}) == [("criterion.py", 6, "RC004", "warning")]
+    # No file sets the key (a collater not in view, a tokenizer's key): nothing shows batches of
+    # one run differing in it, info.
+    assert lint({"criterion.py": criterion}) == [("criterion.py", 6, "RC004", "info")]
     # A collater that sets it in every batch (or under a configuration flag): one key set per run.
     for collater in ("""
         def collate(samples):
@@ -959,7 +960,7 @@ def test_the_tensor_method_names_are_torch_tensors_public_methods():
     public = {n for n in dir(torch.Tensor) if not n.startswith("_") and callable(getattr(torch.Tensor, n))}
     assert {"to", "cuda", "cpu", "float", "half", "view", "sum", "backward"} <= TENSOR_METHODS
     assert TENSOR_METHODS == public
-def test_a_batch_key_test_stays_a_warning_when_only_some_files_are_linted(tmp_path, monkeypatch):
+def test_a_batch_key_test_needs_its_evidence_in_view_when_only_some_files_are_linted(tmp_path, monkeypatch):
     from detective.lint.config import Config
     from detective.lint.engine import lint_paths
 
@@ -976,20 +977,27 @@ def test_a_batch_key_test_stays_a_warning_when_only_some_files_are_linted(tmp_pa
     """))
     (tmp_path / "pkg" / "data.py").write_text(textwrap.dedent("""
         def collate(samples):
-            return {"x": samples, "target_lengths": [len(s) for s in samples]}
+            batch = {"x": samples}
+            if all(s.get("n") for s in samples):  # only some batches get the key
+                batch["target_lengths"] = [s["n"] for s in samples]
+            return batch
     """))
     monkeypatch.chdir(tmp_path)
 
-    def severities(paths, project=None):
+    def found(paths, project=None):
         result = lint_paths(paths, Config(base=tmp_path), select=["RC004"], project=project, min_severity="info")
-        return [(f.path.replace("\\", "/").split("pkg/")[-1], f.line, f.severity) for f in result.findings]
+        return [(f.path.replace("\\", "/").split("pkg/")[-1], f.line, f.severity, f.message) for f in result.findings]
 
-    # The project directory (or --project .): the collater is in view, one key set per run.
-    assert severities(["."]) == [("criterion.py", 6, "info")]
-    assert severities(["pkg/criterion.py"], project=["."]) == [("criterion.py", 6, "info")]
-    # The files alone, or a package directory: the collater may be elsewhere, so a warning.
-    assert severities(["pkg/criterion.py", "pkg/data.py"]) == [("criterion.py", 6, "warning")]
-    assert severities(["pkg"]) == [("criterion.py", 6, "warning")]
+    # The collater that makes the key optional is in view: a warning, in the project directory,
+    # with --project, and with both files named or their package.
+    for paths, project in ((["."], None), (["pkg/criterion.py"], ["."]), (["pkg/criterion.py", "pkg/data.py"], None),
+                           (["pkg"], None)):
+        assert [f[:3] for f in found(paths, project)] == [("criterion.py", 6, "warning")], paths
+    # The criterion named alone, without its project: the evidence is not in view, so info, and
+    # the note says what was not read.
+    ((path, line, severity, message),) = found(["pkg/criterion.py"])
+    assert (path, line, severity) == ("criterion.py", 6, "info")
+    assert "only the files named were read" in message and "lint them with their project" in message
 
 
 # --- rulefix: NumPy arrays and library results taken for tensors (sample-h W5) -------------------
