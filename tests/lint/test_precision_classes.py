@@ -1960,3 +1960,52 @@ def test_a_copy_of_an_argument_is_no_tensor_torch_tensor_has_no_copy_method():
         """,
     })
     assert found == [("layers.py", 8, "RC002", "warning")]
+
+
+# --- applications that compile chosen methods (LeRobot, session 16) -----------------------------
+
+POLICIES = {
+    "policies/act.py": """
+        import torch
+
+        class ACTPolicy(torch.nn.Module):
+            def forward(self, batch):
+                loss = batch["x"].sum()
+                return loss, {"loss": loss.item()}
+
+            def predict_action_chunk(self, obs):
+                return obs * obs.max().item()
+    """,
+    "policies/diffusion.py": """
+        import torch
+
+        class DiffusionPolicy(torch.nn.Module):
+            def forward(self, batch):
+                return batch["x"].mean().item()
+
+            def predict_action_chunk(self, obs):
+                return obs[: int(obs.sum())]
+    """,
+}
+ROLLOUT = """
+    import torch
+
+    def wrap(policy):
+        policy.predict_action_chunk = torch.compile(policy.predict_action_chunk)
+        return policy
+"""
+
+
+def test_a_method_compiled_on_a_local_of_unknown_class_is_compiled_in_every_class_defining_it():
+    # A layer library: users compile the modules, so each forward is a root.
+    assert lint(POLICIES) == [("policies/act.py", 7, "RC001", "warning"),
+                              ("policies/diffusion.py", 6, "RC001", "warning")]
+    # The rollout (another file) compiles predict_action_chunk on whatever policy it got: each
+    # class's method is a compiled root, and the forwards, compiled nowhere, run eagerly.
+    assert sorted(lint({**POLICIES, "rollout.py": ROLLOUT})) == [
+        ("policies/act.py", 7, "RC001", "info"),
+        ("policies/act.py", 10, "RC001", "warning"),
+        ("policies/diffusion.py", 6, "RC001", "info"),
+        ("policies/diffusion.py", 9, "RC001", "warning"),
+        ("policies/diffusion.py", 9, "RC109", "warning"),
+    ]
