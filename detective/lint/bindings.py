@@ -12,10 +12,10 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
+from detective.lint.call_site_params import CallSiteParams
 from detective.lint.inference import MODEL_NAMES, _compares_values
 from detective.lint.export_code import EXPORT_CALLS
 from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
-from detective.lint.walker import walk
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
 _COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "mode", "dynamic", "options"})
@@ -42,7 +42,7 @@ def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
         and isinstance(first, cst.Name) and first.value == "self"
 
 
-class Bindings:
+class Bindings(CallSiteParams):
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
                     host=False, data=False, compare=False, container=False, param_group=False,
                     numeric=False) -> None:
@@ -65,53 +65,6 @@ class Bindings:
                             (compare, frame.compare_names), (container, frame.container_names),
                             (param_group, frame.param_group_names), (numeric, frame.numeric_names)):
             (names.add if flag else names.discard)(name)
-
-    def bind_params_from_call_sites(self, outer: cst.FunctionDef, node: cst.FunctionDef, frame) -> None:
-        """A def nested in a function takes, for each parameter, what the enclosing function
-        passes at every call to it when each of those is a tensor only on trust (``masks =
-        np.zeros(...)``; ``mask = masks[i]``; ``_mask(mask)``): the parameter is that tensor
-        with the same assumptions, so a finding on it stands only if one holds (NumPy's do
-        not). Read at the def, with the enclosing function's bindings at that point."""
-        params = [p for p in (*node.params.posonly_params, *node.params.params) if p.annotation is None]
-        if not params:
-            return
-        calls = _calls_to(outer.body, node.name.value, node)
-        if not calls:
-            return
-        loaders = self._loaders_bound_in(outer.body)
-        for index, param in enumerate(params):  # train_loop_fn(model, device_loader): a loader
-            passed = [_argument(call, index, param.name.value) for call in calls]
-            if loaders and all(isinstance(a, cst.Name) and a.value in loaders for a in passed):
-                frame.loader_names.add(param.name.value)
-        infer = self.infer
-        for index, param in enumerate(params):
-            name = param.name.value
-            taken: list[str] = []
-            for call in calls:
-                arg = _argument(call, index, name)
-                infer.assumed.clear()
-                if arg is None or not infer.is_tensor(arg) or not infer.assumed:
-                    break  # not passed, no tensor, or a tensor on its own evidence: as before
-                taken += infer.assumed
-            else:
-                frame.tensor_names.add(name)
-                frame.assumed_names[name] = tuple(dict.fromkeys(taken))
-        infer.assumed.clear()
-
-    def _loaders_bound_in(self, body: cst.CSTNode) -> set[str]:
-        """Names a function body binds to a syncing loader (``pl.MpDeviceLoader(...)``),
-        anywhere in it (the nested train loop is defined before the loader is made)."""
-        found: set[str] = set()
-
-        def on_visit(node) -> bool:
-            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                    and self.resolve(node.value.func) in SYNCING_LOADERS:
-                found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-            return not isinstance(node, (cst.FunctionDef, cst.ClassDef))
-
-        for statement in getattr(body, "body", ()):
-            walk(statement, on_visit, lambda node: None)
-        return found
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
         if len(targets) == 1 and isinstance(targets[0], (cst.Tuple, cst.List)) \
@@ -415,34 +368,6 @@ def _is_python_value(value: cst.BaseExpression, infer) -> bool:
     if isinstance(value, cst.Call) and T.call_method_name(value) == "numpy":
         return True  # return dist.argmin(1).cpu().numpy(): NumPy, no tensor
     return infer.is_host_value(value)
-
-
-def _calls_to(body: cst.CSTNode, name: str, skip: cst.FunctionDef) -> list[cst.Call]:
-    """Calls ``name(...)`` in a function body, outside the def ``skip`` itself."""
-    calls = []
-
-    def on_visit(node) -> bool:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
-            calls.append(node)
-        return node is not skip
-
-    walk(body, on_visit, lambda node: None)
-    return calls
-
-
-def _argument(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
-    """The argument a call passes to parameter ``index``/``name`` (None when not plainly)."""
-    positional = 0
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if positional == index:
-                return arg.value
-            positional += 1
-        elif arg.keyword.value == name:
-            return arg.value
-    return None
 
 
 def _names_keys_or_indices(it: cst.BaseExpression, resolve) -> bool:
