@@ -657,13 +657,25 @@ class Dispatch(torch.nn.Module):
         line=11,
         severity="info",
     ),
-    # torchtitan's MoE dispatch: an asynchronous copy of the split sizes. In a project that only
-    # uses torch.compile nothing waits and the copy is traced (no graph break): info. The
-    # blocking copy is still a host sync on the GPU.
+    # torchtitan's MoE dispatch: copies of the split sizes, then reads of the copies. In a
+    # project that only uses torch.compile the copies are traced, blocking or not (no graph
+    # break): info. The reads of the host copies break the graph there: a warning.
     Invalid(SPLIT_COPIES, line=6, severity="info"),
-    Invalid(SPLIT_COPIES, line=7),
-    # The same copy in code that uses torch_xla runs the pending graph: a warning.
+    Invalid(SPLIT_COPIES, line=7, severity="info"),
+    Invalid(SPLIT_COPIES, line=8),
+    Invalid(SPLIT_COPIES.replace("return input_splits.tolist(), output_splits.tolist()",
+                                 "return int(input_splits[0])"), line=8),
+    Invalid(SPLIT_COPIES.replace("return input_splits.tolist(), output_splits.tolist()",
+                                 "return counts.sum().cpu().item()"), line=8),
+    # The same copies in code that uses torch_xla run the pending graph: a warning. Where it
+    # also compiles, reading the copies breaks that graph (a warning); with torch_xla alone
+    # reading them costs nothing more (info).
     Invalid("import torch_xla\n" + SPLIT_COPIES, line=7),
+    Invalid("import torch_xla\n" + SPLIT_COPIES, line=8),
+    Invalid("import torch_xla\n" + SPLIT_COPIES, line=9),
+    Invalid("import torch_xla\n" + SPLIT_COPIES.replace("torch.compile(Dispatch())", "Dispatch()"), line=8),
+    Invalid("import torch_xla\n" + SPLIT_COPIES.replace("torch.compile(Dispatch())", "Dispatch()"),
+            line=9, severity="info"),
     # torchtune's export-friendly position embedding: the read is guarded with torch._check,
     # as code written for torch.export is. In a project that compiles but never uses
     # torch_xla the value stays symbolic there: info. The same class with torch_xla: a warning.

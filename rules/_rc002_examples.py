@@ -3,6 +3,18 @@ apart from the rule's logic in :mod:`detective.rules.rc002_tensor_branch` for le
 
 from detective.lint.rule import Invalid, Valid
 
+HOST_TRIM = """
+import torch
+
+class Trim(torch.nn.Module):
+    def forward(self, x, lengths):
+        host = lengths.cpu()  # the one sync on torch_xla (RC001)
+        longest = host.max()
+        if longest > 8:
+            x = x[:, :8]
+        return x
+"""
+
 VALID = [
     # A constructor's **kwargs are options (NeMo's RadTTS), not batch fields.
     Valid(
@@ -477,21 +489,11 @@ class Encoder(torch.nn.Module):
         line=7,
         severity="info",
     ),
-    Invalid(
-        """
-import torch
-
-class Trim(torch.nn.Module):
-    def forward(self, x, lengths):
-        host = lengths.cpu()  # the one sync (RC001)
-        longest = host.max()
-        if longest > 8:  # info: a host copy, no device sync on XLA
-            x = x[:, :8]
-        return x
-""",
-        line=8,
-        severity="info",
-    ),
+    # A branch on a host copy: on torch_xla the copy ran the graph (RC001) and the branch
+    # costs nothing more (info); torch.compile traces the copy and breaks at the branch.
+    Invalid("import torch_xla\n" + HOST_TRIM, line=9, severity="info"),
+    Invalid(HOST_TRIM, line=8),
+    Invalid(HOST_TRIM.replace("longest > 8", "(host != -1).any()"), line=8),
     Invalid(
         """
 import torch

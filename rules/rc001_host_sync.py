@@ -11,6 +11,8 @@ from detective.rules import _rc001_examples as examples
 HOST_READ_METHODS = {"item", "tolist", "cpu", "numpy"}
 BOOL_READS = {"equal", "allclose", "is_nonzero"}
 CONVERSIONS = {"float", "int", "bool", "complex", "str", "repr"}
+# The read of a host copy: free on torch_xla (the copy synced), a graph break under torch.compile.
+COPY_READ = ("compile",)
 
 
 class HostSync(Rule):
@@ -30,13 +32,19 @@ class HostSync(Rule):
     it syncs no device on XLA, though under torch.compile it still breaks the graph; its
     `.cpu()` copies nothing and is not reported.
 
-    `.to("cpu", non_blocking=True)` costs only on torch_xla, which runs the pending graph to
-    hand the tensor over: on a GPU the copy is asynchronous, and torch.compile traces it
+    A copy to the host (`.cpu()`, `.to("cpu")`, blocking or not) costs only on torch_xla,
+    which runs the pending graph to hand the tensor over: torch.compile traces the copy
     without a graph break (`torch._dynamo.explain` of `.cpu()`, `.to("cpu")` and
     `.to(torch.device("cpu"), non_blocking=True)`: one graph, no break, torch 2.9). So in a
-    project that only uses torch.compile it is `info`. A blocking copy stays a warning there:
-    the host waits for the device. What is read from such a copy (`splits.tolist()`) is
-    read from the host and not reported again.
+    project that only uses torch.compile a copy is `info`. Reading the copy in Python
+    (`splits.tolist()`, `x.cpu().item()`, `int(host)`, and RC002's branches on it) is the
+    reverse: free on torch_xla, where the copy already ran the graph, and a graph break
+    under torch.compile; it is reported as costing only there.
+
+    `torch._dynamo.config.capture_scalar_outputs = True` keeps `.item()`, `int(t)` and an
+    integer `.tolist()` in the graph (measured: one graph, no break). The linter does not
+    read it: which compile call a setting covers is not known (torchtitan sets it beside
+    its block compile, ao only in one test, torchtune in its distributed recipes only).
 
     ## Why is this bad?
     torch_xla traces lazily. A host read forces the pending graph to be compiled and
@@ -70,9 +78,14 @@ class HostSync(Rule):
         if context.after_sync():
             return  # right after the step's sync the value is already materialised
         func = node.func
-        if isinstance(func, cst.Attribute) and context.on_host(func.value):
-            return  # x.cpu().numpy(), toks.tolist() with toks from a .cpu() copy: already on the host
         method = T.call_method_name(node)
+        if isinstance(func, cst.Attribute) and context.on_host(func.value):
+            # x.cpu().item(), toks.tolist() with toks from a .cpu() copy: on torch_xla the copy
+            # ran the graph and this read is free; torch.compile traced the copy, and breaks here.
+            if method in {"item", "tolist"} and not node.args:
+                self.report(node, f"`.{method}()` of a host copy reads its value in Python",
+                            subject=f".{method}()", costs_on=COPY_READ)
+            return
         if method in HOST_READ_METHODS and not node.args:
             # .numpy() raises on a device tensor: where the code works, the tensor is on the CPU.
             cpu = method == "numpy" or context.made_on_cpu(func.value)
@@ -80,17 +93,18 @@ class HostSync(Rule):
                 return  # a CPU tensor's .cpu() copies nothing
             # A receiver bound from NumPy or from a helper returning a Python value vetoes it.
             context.weigh_receiver(func.value)
-            self._report(node, f"`.{method}()` reads a tensor value on the host", f".{method}()", cpu)
+            # torch.compile traces the copy (no graph break); torch_xla runs the pending graph.
+            self._report(node, f"`.{method}()` reads a tensor value on the host", f".{method}()", cpu,
+                         costs_on=("xla",) if method == "cpu" else ())
             return
         if method == "to" and any(T.is_cpu_device(a.value, context.resolve) for a in node.args):
             if not context.made_on_cpu(func.value):
-                if T.literal_keyword_true(node, "non_blocking"):
-                    # An asynchronous copy: on a GPU nothing waits, and torch.compile traces it
-                    # (no graph break); torch_xla still runs the pending graph to hand it over.
-                    self.report(node, "`.to('cpu', non_blocking=True)` runs the pending graph to copy a "
-                                "tensor to the host", subject=".to('cpu')", costs_on=("xla",))
-                else:
-                    self.report(node, "`.to('cpu')` copies a tensor to the host", subject=".to('cpu')")
+                # torch.compile traces the copy, blocking or not (no graph break); torch_xla runs
+                # the pending graph to hand the tensor over.
+                blocking = not T.literal_keyword_true(node, "non_blocking")
+                self.report(node, "`.to('cpu')` copies a tensor to the host" if blocking else
+                            "`.to('cpu', non_blocking=True)` runs the pending graph to copy a tensor to the host",
+                            subject=".to('cpu')", costs_on=("xla",))
             return
         dotted = context.resolve(func)
         if method in BOOL_READS and (
@@ -106,10 +120,13 @@ class HostSync(Rule):
                 cpu = all(context.made_on_cpu(a.value) for a in node.args if context.is_tensor(a.value))
                 self._report(node, f"`{func.value}()` with a tensor operand compares tensor values on the host",
                              f"{func.value}()", cpu)
-            elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value) \
-                    and not context.on_host(node.args[0].value):
-                self._report(node, f"`{func.value}()` of a tensor reads its value on the host",
-                             f"{func.value}()", context.made_on_cpu(node.args[0].value))
+            elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
+                if context.on_host(node.args[0].value):
+                    self.report(node, f"`{func.value}()` of a host copy reads its value in Python",
+                                subject=f"{func.value}()", costs_on=COPY_READ)
+                else:
+                    self._report(node, f"`{func.value}()` of a tensor reads its value on the host",
+                                 f"{func.value}()", context.made_on_cpu(node.args[0].value))
             elif func.value == "print":
                 shown = [a.value for a in node.args
                          if not isinstance(a.value, cst.FormattedString) and context.is_tensor(a.value)]
@@ -117,11 +134,11 @@ class HostSync(Rule):
                     self._report(node, "printing a tensor reads its value on the host", "",
                                  all(context.made_on_cpu(a) for a in shown))
 
-    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool) -> None:
+    def _report(self, node: cst.CSTNode, message: str, subject: str, cpu: bool, costs_on=()) -> None:
         """A read of a tensor made on the CPU syncs no device on XLA: info, saying why."""
         if cpu:
             message += T.CPU_NOTE
-        self.report(node, message, subject=subject, severity="info" if cpu else "warning")
+        self.report(node, message, subject=subject, severity="info" if cpu else "warning", costs_on=costs_on)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._negation(node.value)

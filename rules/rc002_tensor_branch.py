@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-
 from detective.lint.rule import Rule
 from detective.rules import _rc002_examples as examples
+
+HOST_COPY_NOTE = " (a host copy: torch_xla ran the graph at the copy; torch.compile traces the copy and breaks here)"
 
 
 class TensorBranch(Rule):
@@ -19,7 +20,10 @@ class TensorBranch(Rule):
     Flags `if`, `elif`, `while`, `assert` and conditional expressions whose condition is a
     tensor (`if mask.any():`, `while err > tol:`, `assert not torch.isnan(loss)`). An `assert`
     costs only on torch_xla: torch.compile turns `assert <tensor>` into `torch._assert_async`,
-    so in a project that only compiles it is `info`.
+    so in a project that only compiles it is `info`. A branch on a host copy (`host =
+    lengths.cpu()`, then `if host.max() > 8:`) is the reverse: torch_xla ran the graph at
+    the copy (RC001) and the branch costs nothing more there, while torch.compile traces the
+    copy and breaks at the branch, so it is `info` in a project that only uses torch_xla.
 
     ## Why is this bad?
     Python needs a real `bool`, so the condition is computed on the device and copied to
@@ -52,25 +56,31 @@ class TensorBranch(Rule):
             message = f"`{what}` on a tensor value syncs to the host and bakes the branch into the graph"
             # has_pads = torch.tensor(x.device.type == "xla") or m.any(): on XLA the value is
             # the device test's CPU constant; the device read happens elsewhere only.
-            cpu = self._on_cpu(test) or self.context.regions.sense(test) != 0
+            # if (ids.cpu() != -1).any(): on torch_xla the copy ran the graph and the branch is
+            # free; torch.compile traced the copy, and breaks here.
+            copy = self._every_read(test, self.context.on_host)
+            cpu = not copy and (self._every_read(test, self.context.made_on_cpu)
+                                or self.context.regions.sense(test) != 0)
             # `if right_to_left and not pad[:, -1].any():` reads the tensor only when the flag is on
             guards = self.context.guards.short_circuit(test)
             if guards and self.context.reads_tensor_value(test.left):
                 guards = ()
             # torch.compile rewrites `assert <tensor>` into torch._assert_async (Dynamo's
             # rewrite_assert_with_torch_assert): no graph break, no host read. XLA still syncs.
-            self.report(node, message + (T.CPU_NOTE if cpu else ""), subject=what,
-                        severity="info" if cpu else "warning", guarded_by=guards,
-                        costs_on=("xla",) if what == "assert" else ())
+            if what == "assert" and copy:
+                return  # torch.compile rewrites the assert (below), and torch_xla synced at the copy
+            costs_on = ("xla",) if what == "assert" else ("compile",) if copy else ()
+            self.report(node, message + (T.CPU_NOTE if cpu else HOST_COPY_NOTE if copy else ""), subject=what,
+                        severity="info" if cpu else "warning", guarded_by=guards, costs_on=costs_on)
 
-    def _on_cpu(self, test: cst.BaseExpression) -> bool:
-        """Every tensor the test reads was made on the CPU in this function."""
+    def _every_read(self, test: cst.BaseExpression, where) -> bool:
+        """Every tensor the test reads passes ``where`` (made on the CPU in this function, a host copy)."""
         if isinstance(test, cst.BooleanOperation):
             sides = [s for s in (test.left, test.right) if self.context.reads_tensor_value(s)]
-            return bool(sides) and all(self._on_cpu(s) for s in sides)
+            return bool(sides) and all(self._every_read(s, where) for s in sides)
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return self._on_cpu(test.expression)
-        return self.context.made_on_cpu(test)
+            return self._every_read(test.expression, where)
+        return where(test)
 
     def visit_If(self, node: cst.If) -> None:
         if _fills_container(node):

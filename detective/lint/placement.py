@@ -46,6 +46,8 @@ class Placement:
                 node = node.value
             elif isinstance(node, cst.Name):
                 return node.value in self.model.function.cpu_names
+            elif isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
+                return self.on_host(node)  # (u != -1).any()
             else:
                 return False
             if node is None:

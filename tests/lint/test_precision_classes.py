@@ -1440,7 +1440,7 @@ CHECKPOINT = {
         class CheckpointFunction(torch.autograd.Function):
             @staticmethod
             def forward(ctx, run, x):
-                ctx.saved = x.cpu()
+                ctx.scale = x.abs().max().item()  # (a copy, x.cpu(), costs on torch_xla only)
                 return run(x)
 
         @compiler.disable
