@@ -1,6 +1,7 @@
 """RC001's VALID/INVALID example programs (run by tests/lint/test_rule_examples.py), kept
 apart from the rule's logic in :mod:`detective.rules.rc001_host_sync` for length."""
 
+from detective.lint.config import Config
 from detective.lint.rule import Invalid, Valid
 
 CLIP = """
@@ -100,6 +101,24 @@ def rollout(policy, obs):
 
 # A whole epoch compiled with torch_xla.compile around a loop over MpDeviceLoader, leaving
 # early by a break ({leave}): with or without a sync before it.
+PARTWISE = """
+import torch
+import torch.nn as nn
+
+class Base(nn.Module):
+    def __init__(self, encoder, compile_encoder=False):
+        super().__init__()
+        self.encoder = encoder
+        if compile_encoder:
+            self.encoder.forward = torch.compile(self.encoder.forward)
+
+class Train(Base):
+    def forward(self, x, ids):
+        for i in ids.tolist():
+            x = x + i
+        return self.encoder(x)
+"""
+
 COMPILED_EPOCH = """
 import torch
 import torch_xla
@@ -710,4 +729,15 @@ class Dispatch(torch.nn.Module):
     # A method of a list or a tensor names no project class.
     Invalid(METHODWISE.replace("predict_action_chunk", "append"), line=12),
     Invalid("import torch_xla\n" + METHODWISE, line=13),
+    # SAM2's training model: its base compiles a component's forward (self.image_encoder),
+    # never the model; its own forward runs eagerly around it (info without torch_xla).
+    Invalid(PARTWISE, line=14, severity="info"),
+    Invalid(PARTWISE.replace("self.encoder.forward = torch.compile(self.encoder.forward)",
+                             'self.encoder.compile(mode="max-autotune")'), line=14, severity="info",
+            config=Config(targets=["compile"])),
+    # The model compiled too, or compiled by its forward: a warning.
+    Invalid(PARTWISE.replace("self.encoder.forward = torch.compile(self.encoder.forward)",
+                             "self.encoder.forward = torch.compile(self.encoder.forward)\n"
+                             "            self.forward = torch.compile(self.forward)"), line=15),
+    Invalid("import torch_xla\n" + PARTWISE, line=15),
 ]

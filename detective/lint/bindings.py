@@ -15,7 +15,7 @@ from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE
 from detective.lint.call_site_params import CallSiteParams
 from detective.lint.inference import MODEL_NAMES, _compares_values
 from detective.lint.export_code import EXPORT_CALLS
-from detective.lint.model import COMPILES, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
+from detective.lint.model import COMPILES, COMPILES_PART, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
 _COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "mode", "dynamic", "options"})
@@ -40,6 +40,25 @@ def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
         first = first.value  # torch.compile(self.forward); not self.trainable_module, a part
     return (dotted in COMPILING_CALLS or dotted == "torch.nn.Module.compile") \
         and isinstance(first, cst.Name) and first.value == "self"
+
+
+def _compiled_part(call: cst.Call, dotted: str | None) -> str | None:
+    """``torch.compile(self.encoder.forward)``, ``torch.compile(self.encoder)``,
+    ``self.encoder.compile(mode=...)``: the attribute of ``self`` compiled (a component, or a
+    method: the cross-file pass tells them apart), else None."""
+    if dotted in COMPILING_CALLS:
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return None
+        target = call.args[0].value
+    elif _module_compile(call):
+        target = call.func.value
+    else:
+        return None
+    if isinstance(target, cst.Attribute) and target.attr.value == "forward":
+        target = target.value
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        return target.attr.value
+    return None
 
 
 class Bindings(CallSiteParams):
@@ -284,6 +303,9 @@ class Bindings(CallSiteParams):
                 self.scope.tags.append(COMPILES)  # read by lint/entrances.py (what a test runs)
             if COMPILES_SELF not in self.scope.tags and _compiles_self(node, dotted):
                 self.scope.tags.append(COMPILES_SELF)
+            part = _compiled_part(node, dotted)
+            if part is not None and COMPILES_PART + part not in self.scope.tags:
+                self.scope.tags.append(COMPILES_PART + part)
             if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
                 self.scope.tags.append(DRIVES_XLA)
             if dotted in EXPORT_CALLS and EXPORT_CHECKS not in self.scope.tags:

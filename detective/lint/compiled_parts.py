@@ -29,6 +29,13 @@ calls are; a method of a local of unknown class, ``policy.predict_action_chunk``
 method of every project class defining it) other than ``forward``/``__call__``, and compiles
 none of their ``forward``/``__call__`` by name nor the module itself (``torch.compile(self)``).
 The compiled methods are roots, so what they call stays traced.
+Part by part (:func:`part_compiled_classes`): SAM2's ``SAM2Base.__init__`` compiles
+``self.image_encoder.forward`` when asked, its video predictor four more components; its
+training model ``SAM2Train(SAM2Base)`` runs its own ``forward`` (prompt sampling, ``.tolist()``
+of object ids) eagerly around them. A module class whose methods, or a project base's,
+compile an attribute of ``self`` that is no method (``torch.compile(self.encoder)``, ``...(self.
+encoder.forward)``, ``self.encoder.compile(mode=...)``), and that the project never compiles
+itself nor by its forward, is eager in a project that does not target torch_xla.
 By its own ``compile`` override (:func:`override_compiled_classes`): DeepSpeed's
 ``PipelineModule.compile`` compiles each layer and never the pipeline.
 Limit: a whole instance compiled from outside (``self.policy = torch.compile(self.policy)``,
@@ -37,7 +44,7 @@ its class unknown to the walk) is not seen.
 
 from __future__ import annotations
 
-from detective.lint.model import COMPILES, COMPILES_SELF
+from detective.lint.model import COMPILES, COMPILES_PART, COMPILES_SELF
 
 PARTS_FACT = "compiled-parts:"
 CONTAINERS = frozenset({"torch.nn.ModuleList", "torch.nn.ModuleDict", "torch.nn.Sequential",
@@ -80,17 +87,48 @@ def _is_container(project, dotted: str, summary, depth: int = 0) -> bool:
 
 
 
-def method_compiled_classes(project) -> dict:
-    """Module classes some of whose methods the project compiles, never their forward nor
-    the module: class node -> why its forward is eager (the caller checks the targets)."""
+def _compiled_by_name(project) -> tuple[dict, set]:
+    """(class node -> the names of its methods the project compiles, other than
+    forward/``__call__``; the classes whose forward or ``__call__`` it compiles by name)."""
     project.graph()
-    methods: dict = {}  # class node -> compiled method names
-    whole: set = set()  # classes whose forward/__call__ is compiled by name
+    methods: dict = {}
+    whole: set = set()
     for path, qualname in project.compiled:
         owner, _, method = qualname.rpartition(".")
         if owner in project.files[path].classes:
             (whole.add((path, owner)) if method in ("forward", "__call__")
              else methods.setdefault((path, owner), set()).add(method))
+    return methods, whole
+
+
+def part_compiled_classes(project) -> dict:
+    """Module classes whose methods (their own or a project base's) compile components of the
+    module (SAM2Base's ``self.image_encoder.forward = torch.compile(self.image_encoder.forward)``),
+    never the module itself nor its forward: class node -> why its forward is eager."""
+    _, whole = _compiled_by_name(project)
+    found = {}
+    for path, summary in project.files.items():
+        for name in summary.classes:
+            order = project.mro((path, name))
+            owned = [(project.files[o[0]], o[1]) for o in order]
+            methods = {m for file, cls in owned for m in file.classes[cls].methods}
+            parts = sorted((tag[len(COMPILES_PART):], f"{cls}.{m}") for file, cls in owned
+                           for m in file.classes[cls].methods if (scope := file.scopes.get(f"{cls}.{m}")) is not None
+                           for tag in scope.tags if tag.startswith(COMPILES_PART)
+                           and tag[len(COMPILES_PART):] not in methods)
+            if not parts or any(o in whole or _compiles_self(project, o) for o in order) \
+                    or project.class_kind((path, name)) != "module":
+                continue
+            part, where = parts[0]
+            found[(path, name)] = (f"{where} compiles the part self.{part}, never {name} itself nor its forward: "
+                                   f"{name}.forward runs eagerly, and this project does not target torch_xla")
+    return found
+
+
+def method_compiled_classes(project) -> dict:
+    """Module classes some of whose methods the project compiles, never their forward nor
+    the module: class node -> why its forward is eager (the caller checks the targets)."""
+    methods, whole = _compiled_by_name(project)
     if not methods:
         return {}
     found = {}

@@ -67,7 +67,8 @@ class and is called only from eager code is not followed (its callers are not en
 
 from __future__ import annotations
 
-from detective.lint.compiled_parts import block_compiled_classes, method_compiled_classes, override_compiled_classes
+from detective.lint.compiled_parts import (block_compiled_classes, method_compiled_classes, override_compiled_classes,
+                                          part_compiled_classes)
 from detective.lint.observers import observer_classes
 from detective.lint.discovery import is_test_path
 from detective.lint.model import COMPILES, NEEDS, only_through
@@ -107,7 +108,7 @@ class EagerRoots:
         if "xla" not in targets:  # the lazy tensor traces a forward whatever compile() does
             self.eager.update(override_compiled_classes(project, self.eager))  # after the fixpoint: what they build is not eager
             for cls, why in [*block_compiled_classes(project).items(), *method_compiled_classes(project).items(),
-                             *observer_classes(project).items()]:
+                             *part_compiled_classes(project).items(), *observer_classes(project).items()]:
                 self.eager.setdefault(cls, why)
         self.eager_roots = {root: cls for root, cls in project.class_roots.items() if cls in self.eager}
         avoid = self.cuda | set(self.disabled)

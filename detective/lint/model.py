@@ -44,6 +44,9 @@ COMPILES = "compiles"
 # Scope tag: the method compiles its own module (super().compile(...), torch.compile(self)):
 # a class whose ``compile`` override lacks it compiles only its parts (lint/entrances.py).
 COMPILES_SELF = "compiles-self"
+# Scope tag prefix: the method compiles a component of its module, "compiles-part:<attr>"
+# (torch.compile(self.encoder.forward), self.encoder.compile(...)): lint/compiled_parts.py.
+COMPILES_PART = "compiles-part:"
 COMPILED = "passed to a compile call"  # compile_targets reason of a compiled function
 UNKNOWN_RECEIVER = "*."  # compile_targets: "*.act" is method act of a local of unknown class
 # Scope tag: the function calls a torch_xla API (xm.xla_device(), torch_xla.sync()): in a file

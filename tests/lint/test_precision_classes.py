@@ -2009,3 +2009,44 @@ def test_a_method_compiled_on_a_local_of_unknown_class_is_compiled_in_every_clas
         ("policies/diffusion.py", 9, "RC001", "warning"),
         ("policies/diffusion.py", 9, "RC109", "warning"),
     ]
+
+
+# --- models whose base compiles a component (SAM2, session 17) --------------------------------
+
+SAM = {
+    "sam/base.py": """
+        import torch
+
+        class SAMBase(torch.nn.Module):
+            def __init__(self, image_encoder, compile_image_encoder=False):
+                super().__init__()
+                self.image_encoder = image_encoder
+                if compile_image_encoder:
+                    self.image_encoder.forward = torch.compile(self.image_encoder.forward)
+    """,
+    "training/model.py": """
+        from sam.base import SAMBase
+
+        class SAMTrain(SAMBase):
+            def forward(self, images, obj_ids):
+                for i in obj_ids.tolist():
+                    images = images + i
+                return self.image_encoder(images)
+    """,
+}
+
+
+def test_a_model_whose_base_compiles_a_component_runs_its_forward_eagerly():
+    # The training model's base (another file) compiles the image encoder's forward, never the
+    # model: its forward runs eagerly around it, in a project that does not target torch_xla.
+    found = {(f.path, f.line, f.code): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in SAM.items()})}
+    severity, message = found[("training/model.py", 6, "RC001")]
+    assert severity == "info"
+    assert "SAMBase.__init__ compiles the part self.image_encoder, never SAMTrain itself" in message
+    # Without that compile the model is a module users may compile: a warning.
+    plain = dict(SAM, **{"sam/base.py": SAM["sam/base.py"].replace(
+        "self.image_encoder.forward = torch.compile(self.image_encoder.forward)", "pass")})
+    assert _severities(plain)[("training/model.py", 6, "RC001")] == "warning"
+    # On torch_xla the lazy tensor traces the forward whatever is compiled.
+    assert _severities(dict(SAM, **{"xla.py": "import torch_xla\n"}))[("training/model.py", 6, "RC001")] == "warning"
