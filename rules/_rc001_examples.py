@@ -144,6 +144,24 @@ def train(model, optimizer, train_loader, steps):
 
 
 VALID = [
+    # SAM2's training model draws frames with a NumPy generator kept on self: no tensor.
+    Valid("""
+import numpy as np
+import torch
+
+class Sampler(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rng = np.random.default_rng(seed=42)
+
+    def forward(self, x, start: int, n: int):
+        frames = [start] + self.rng.choice(range(start + 1, n), 2, replace=False).tolist()
+        return x[:, frames]
+"""),
+    # A NumPy value made from the host copy: reading it is NumPy's (and the copy costs only on
+    # torch_xla; this project only compiles).
+    Valid(SPLIT_COPIES.replace("return input_splits.tolist(), output_splits.tolist()",
+                               "host = output_splits.numpy()\n        return int(host[0]), host.tolist()")),
     # A decorator factory runs once, where the def is (transformers' @auto_docstring).
     Valid("""
 import torch

@@ -16,6 +16,8 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # NumPy made the value branched on: a NumPy read (info at most), whatever the targets.
+    Valid(HOST_TRIM.replace("lengths.cpu()", "lengths.cpu().numpy()")),
     # A constructor's **kwargs are options (NeMo's RadTTS), not batch fields.
     Valid(
         """

@@ -82,7 +82,7 @@ class HostSync(Rule):
         if isinstance(func, cst.Attribute) and context.on_host(func.value):
             # x.cpu().item(), toks.tolist() with toks from a .cpu() copy: on torch_xla the copy
             # ran the graph and this read is free; torch.compile traced the copy, and breaks here.
-            if method in {"item", "tolist"} and not node.args:
+            if method in {"item", "tolist"} and not node.args and not context.through_numpy(func.value):
                 self.report(node, f"`.{method}()` of a host copy reads its value in Python",
                             subject=f".{method}()", costs_on=COPY_READ)
             return
@@ -122,8 +122,9 @@ class HostSync(Rule):
                              f"{func.value}()", cpu)
             elif func.value in CONVERSIONS and len(node.args) == 1 and context.is_tensor(node.args[0].value):
                 if context.on_host(node.args[0].value):
-                    self.report(node, f"`{func.value}()` of a host copy reads its value in Python",
-                                subject=f"{func.value}()", costs_on=COPY_READ)
+                    if not context.through_numpy(node.args[0].value):  # a NumPy read is NumPy's
+                        self.report(node, f"`{func.value}()` of a host copy reads its value in Python",
+                                    subject=f"{func.value}()", costs_on=COPY_READ)
                 else:
                     self._report(node, f"`{func.value}()` of a tensor reads its value on the host",
                                  f"{func.value}()", context.made_on_cpu(node.args[0].value))

@@ -58,7 +58,7 @@ class TensorBranch(Rule):
             # the device test's CPU constant; the device read happens elsewhere only.
             # if (ids.cpu() != -1).any(): on torch_xla the copy ran the graph and the branch is
             # free; torch.compile traced the copy, and breaks here.
-            copy = self._every_read(test, self.context.on_host)
+            copy = self._every_read(test, lambda t: self.context.on_host(t) and not self.context.through_numpy(t))
             cpu = not copy and (self._every_read(test, self.context.made_on_cpu)
                                 or self.context.regions.sense(test) != 0)
             # `if right_to_left and not pad[:, -1].any():` reads the tensor only when the flag is on

@@ -113,6 +113,7 @@ class Bindings(CallSiteParams):
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
         on_host = infer.on_host(value)
+        numpy = on_host and infer.through_numpy(value)
         cpu_made = tensor and infer.made_on_cpu(value)
         container = not tensor and self._is_model_output(value)
         for target in targets:
@@ -128,7 +129,7 @@ class Bindings(CallSiteParams):
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
                              container=container, data=self._is_data_element(value), numeric=numeric)
             self._trust(target, trusted)
-            self._bind_cpu(target, on_host, cpu_made)
+            self._bind_cpu(target, on_host, cpu_made, numpy)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
@@ -136,17 +137,18 @@ class Bindings(CallSiteParams):
                 if called in XLA_COMPILE_CALLS and value.args:
                     self.function.compiled_names.add(target.value)
 
-    def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool) -> None:
-        """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results)
-        or a tensor made on the CPU; each name of a tuple target alike."""
+    def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool, numpy: bool = False) -> None:
+        """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results),
+        one NumPy made, or a tensor made on the CPU; each name of a tuple target alike."""
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
-                self._bind_cpu(element.value, on_host, cpu_made)
+                self._bind_cpu(element.value, on_host, cpu_made, numpy)
         elif isinstance(target, cst.StarredElement):
-            self._bind_cpu(target.value, on_host, cpu_made)
+            self._bind_cpu(target.value, on_host, cpu_made, numpy)
         elif isinstance(target, cst.Name):
             frame = self.function
             (frame.cpu_names.add if on_host else frame.cpu_names.discard)(target.value)
+            (frame.numpy_names.add if numpy else frame.numpy_names.discard)(target.value)
             (frame.cpu_made_names.add if cpu_made else frame.cpu_made_names.discard)(target.value)
 
     def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
@@ -266,7 +268,8 @@ class Bindings(CallSiteParams):
                     and len(target.elements) == len(it.args) and not any(a.star for a in it.args):
                 # for row, n in zip(host, lengths): row is an item of a host copy, n is not
                 for element, arg in zip(target.elements, it.args):
-                    self._bind_cpu(element.value, self.infer.on_host(arg.value), False)
+                    on_host = self.infer.on_host(arg.value)
+                    self._bind_cpu(element.value, on_host, False, on_host and self.infer.through_numpy(arg.value))
                     if _names_keys_or_indices(arg.value, self.resolve):
                         # zip(a.named_parameters(), b.named_parameters()): (name, param) pairs
                         self.bind_target(element.value)
@@ -280,7 +283,8 @@ class Bindings(CallSiteParams):
         trusted = tuple(dict.fromkeys(infer.assumed)) if tensor else ()
         infer.assumed.clear()
         self.bind_target(target, data=True, tensor=tensor)
-        self._bind_cpu(target, iterable is not None and infer.on_host(iterable), False)
+        on_host = iterable is not None and infer.on_host(iterable)
+        self._bind_cpu(target, on_host, False, on_host and infer.through_numpy(iterable))
         stack = [target]
         while stack:
             node = stack.pop()

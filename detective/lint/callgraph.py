@@ -152,7 +152,8 @@ class Project(ClassHierarchy):
         unresolved = veto_only or target.startswith("?")  # ?self.proj: a tensor unless a method says no
         node = self.resolve(target.lstrip("?"), origin, class_name)
         if node is None or depth > MAX_DEPTH:
-            return unresolved and target.split(".", 1)[0] not in NON_TENSOR_LIBRARIES
+            library = self._attr_library(target.lstrip("?"), origin, class_name) or target.split(".", 1)[0]
+            return unresolved and library not in NON_TENSOR_LIBRARIES
         summary = self.files[node[0]]
         scope = summary.scopes[node[1]]
         if position and scope.return_items:  # x, pad = helper(...)
@@ -175,6 +176,18 @@ class Project(ClassHierarchy):
             result = True  # self.block(x) whose forward says nothing either way: keep the guess
         self._returns[key] = result
         return result
+
+    def _attr_library(self, target: str, origin: FileSummary, class_name: str | None) -> str | None:
+        """``self.rng.choice`` with ``self.rng = np.random.default_rng(...)`` in the class or a
+        project base: the library the attribute's value comes from (``numpy``), else None."""
+        parts = target.split(".")
+        if class_name is None or parts[0] != "self" or len(parts) < 3:
+            return None
+        for path, qualname in self.mro((origin.path, class_name)):
+            built = self.files[path].classes[qualname].attr_types.get(parts[1])
+            if built is not None:
+                return built.split(".", 1)[0]
+        return None
 
     def _declared_overrides(self, target: str, origin: FileSummary, class_name: str | None) -> list[Node]:
         """``self.x.m`` / ``self.x`` where ``x`` is built from a config field (only its class

@@ -11,7 +11,7 @@ rebound), then facts, then regions and the model.
 
 Rule-facing API (kept stable; see :mod:`detective.lint.rule`):
 ``resolve``, ``call_target``, ``is_tensor``, ``is_bool_tensor``, ``is_mask``, ``reads_in_operator``, ``reads_tensor_value``,
-``is_host_value``, ``on_host``, ``made_on_cpu``, ``weigh_receiver``, ``library_function``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
+``is_host_value``, ``on_host``, ``through_numpy``, ``made_on_cpu``, ``weigh_receiver``, ``library_function``, ``after_sync()``, ``scope``, ``function`` (its ``data_names``), ``functions``, ``cls``
 (``tensor_attrs``, ``number_attrs``), ``class_stack``, ``current_region()``,
 ``region_is_step()``, ``facts[FactsClass]`` and ``report`` (through ``Rule.report``).
 Whether a candidate's scope is traced is decided later, across files, in
@@ -48,6 +48,7 @@ class Context:
         self.reads_tensor_value = lambda node: infer.reads_tensor_value(node, regions.dead)
         self.is_host_value = infer.is_host_value
         self.on_host = infer.on_host
+        self.through_numpy = infer.through_numpy
         self.made_on_cpu = infer.made_on_cpu
         self.weigh_receiver = infer.weigh_receiver
         self.library_function = model.library_function

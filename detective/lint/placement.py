@@ -53,6 +53,32 @@ class Placement:
             if node is None:
                 return False
 
+    def through_numpy(self, node: cst.BaseExpression) -> bool:
+        """Of a host value, did NumPy make it (``x.cpu().numpy()``, ``np.argmax(a)``, a name
+        bound from one, an operator with such an operand)? Reading it is a NumPy read, which
+        the linter leaves alone (it was never a device tensor's value read here)."""
+        if isinstance(node, (cst.BinaryOperation, cst.Comparison, cst.UnaryOperation)):
+            sides = [node.expression] if isinstance(node, cst.UnaryOperation) else \
+                [node.left, node.right] if isinstance(node, cst.BinaryOperation) else \
+                [node.left, *(t.comparator for t in node.comparisons)]
+            return any(self.through_numpy(s) for s in sides)
+        while True:
+            if isinstance(node, cst.Call):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "numpy":
+                    return True
+                if (self.model.resolve(func) or "").startswith("numpy."):
+                    return True
+                node = func.value if isinstance(func, cst.Attribute) else None
+            elif isinstance(node, (cst.Attribute, cst.Subscript)):
+                node = node.value
+            elif isinstance(node, cst.Name):
+                return node.value in self.model.function.numpy_names
+            else:
+                return False
+            if node is None:
+                return False
+
     def made_on_cpu(self, node: cst.BaseExpression) -> bool:
         """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,
         ``torch.tensor(x.size())`` with no ``device=`` or ``device="cpu"``, a host copy ``x.cpu()``, what is

@@ -43,6 +43,7 @@ class FunctionFrame:
     assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
     locals: set[str] = field(default_factory=set)  # every name assigned here (loss_fn = nn.NLLLoss())
     cpu_names: set[str] = field(default_factory=set)  # tensors already copied to the host (x.cpu())
+    numpy_names: set[str] = field(default_factory=set)  # host values NumPy made (x.cpu().numpy(), np.argmax(a))
     cpu_made_names: set[str] = field(default_factory=set)  # torch.zeros(n) with no device: CPU tensors
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
