@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
+from detective.lint.cuda_reach import CudaReach
 from detective.lint.digraph import CallGraph
 from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
-from detective.lint.model import COMPILED, EXTENSION_FACT, NEEDS_CUDA, UNKNOWN_RECEIVER, USES_XLA, FileSummary
+from detective.lint.model import COMPILED, UNKNOWN_RECEIVER, USES_XLA, FileSummary
 from detective.lint.signatures import accepts
 from detective.lint.tensor_methods import TENSOR_METHODS
 
@@ -40,7 +40,7 @@ class Reach:
     paths: dict[Node, list[Node]]  # root ... node, for every traced node
 
 
-class Project(ClassHierarchy):
+class Project(ClassHierarchy, CudaReach):
     def __init__(self, summaries: list[FileSummary], environment=None, guess_modules: bool = True):
         """``environment``: a :class:`~detective.lint.environment.Environment` for bases that
         are not in the project; ``guess_modules``: a class whose bases cannot be resolved
@@ -152,7 +152,11 @@ class Project(ClassHierarchy):
         unresolved = veto_only or target.startswith("?")  # ?self.proj: a tensor unless a method says no
         node = self.resolve(target.lstrip("?"), origin, class_name)
         if node is None or depth > MAX_DEPTH:
-            library = self._attr_library(target.lstrip("?"), origin, class_name) or target.split(".", 1)[0]
+            # self.rng.choice(...) with self.rng = np.random.default_rng(): the attribute's library
+            parts = target.lstrip("?").split(".")
+            built = self.attr_built_by((origin.path, class_name), parts[1]) \
+                if class_name is not None and parts[0] == "self" and len(parts) > 2 else None
+            library = (built[0] if built is not None else target).split(".", 1)[0]
             return unresolved and library not in NON_TENSOR_LIBRARIES
         summary = self.files[node[0]]
         scope = summary.scopes[node[1]]
@@ -176,18 +180,6 @@ class Project(ClassHierarchy):
             result = True  # self.block(x) whose forward says nothing either way: keep the guess
         self._returns[key] = result
         return result
-
-    def _attr_library(self, target: str, origin: FileSummary, class_name: str | None) -> str | None:
-        """``self.rng.choice`` with ``self.rng = np.random.default_rng(...)`` in the class or a
-        project base: the library the attribute's value comes from (``numpy``), else None."""
-        parts = target.split(".")
-        if class_name is None or parts[0] != "self" or len(parts) < 3:
-            return None
-        for path, qualname in self.mro((origin.path, class_name)):
-            built = self.files[path].classes[qualname].attr_types.get(parts[1])
-            if built is not None:
-                return built.split(".", 1)[0]
-        return None
 
     def _declared_overrides(self, target: str, origin: FileSummary, class_name: str | None) -> list[Node]:
         """``self.x.m`` / ``self.x`` where ``x`` is built from a config field (only its class
@@ -344,46 +336,6 @@ class Project(ClassHierarchy):
         graph, roots = self.graph()
         # Calls made in one-time set-up or on error paths do not carry a region on.
         return Reach(roots, graph.shortest_paths(roots, skip=self._untraced))
-
-    def cuda_only_via(self, path: list[Node]) -> Node | None:
-        """For a traced chain ``path`` (root ... scope): the scope on it that needs CUDA, when
-        every traced path to that scope runs through one (see :mod:`detective.lint.cuda_only`)."""
-        if self._cuda_free is None:
-            graph, roots = self.graph()
-            self._cuda = self.needs_cuda()
-            self._cuda_free = graph.reachable(roots, skip=self._untraced, avoid=self._cuda) \
-                if self._cuda else set()
-        if not self._cuda or path[-1] in self._cuda_free:
-            return None
-        return next((n for n in path if n in self._cuda), None)
-
-    def needs_cuda(self) -> set[Node]:
-        """Scopes that cannot run on an XLA host: tagged ``needs-cuda`` in their file, or calling
-        on every way through them (``Scope.must_calls``) one in another file that needs CUDA or
-        a module the project's setup.py builds from C++/CUDA sources."""
-        if self._needs_cuda is None:
-            needs = {(s.path, q) for s in self.files.values() for q, scope in s.scopes.items()
-                     if NEEDS_CUDA in scope.tags}
-            extensions = tuple(fact[len(EXTENSION_FACT):] for s in self.files.values() for fact in s.facts
-                               if fact.startswith(EXTENSION_FACT))
-            callers: dict[Node, list[Node]] = {}
-            for summary in self.files.values():
-                for qualname, scope in summary.scopes.items():
-                    if extensions and any(t == e or t.startswith(e + ".") for t in scope.tensor_calls
-                                          for e in extensions):
-                        needs.add((summary.path, qualname))  # calls a C++/CUDA extension of the project
-                    for target in scope.must_calls:
-                        callee = self.resolve(target, summary, scope.class_name)
-                        if callee is not None:
-                            callers.setdefault(callee, []).append((summary.path, qualname))
-            stack = list(needs)
-            while stack:
-                for caller in callers.get(stack.pop(), ()):
-                    if caller not in needs:
-                        needs.add(caller)
-                        stack.append(caller)
-            self._needs_cuda = needs
-        return self._needs_cuda
 
     def reaches_tag(self, starts: list[Node], tag: str) -> bool:
         """Does any scope run by ``starts`` (themselves or what they call) carry ``tag``?"""

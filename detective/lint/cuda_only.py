@@ -21,7 +21,7 @@ Such functions are tagged ``needs-cuda``; each function also records the importe
 it calls on every way through it (``Scope.must_calls``), so that the cross-file pass
 (:meth:`detective.lint.callgraph.Project.needs_cuda`) carries the tag to their callers in
 other files. A finding reached only through them
-(see :meth:`detective.lint.callgraph.Project.cuda_only_via`) is real under
+(see :meth:`detective.lint.cuda_reach.CudaReach.cuda_only_via`) is real under
 ``torch.compile`` but never on an XLA host, and is reported as ``info``.
 """
 

@@ -55,7 +55,7 @@ eager-only in a whole-project run: it runs only from code outside the project.
 
 A finding is reached only through such roots when every traced path to its scope starts
 at an eager-only root or passes through a scope excluded from compilation (the same
-reachability :meth:`~detective.lint.callgraph.Project.cuda_only_via` uses); it is ``info``,
+reachability :meth:`~detective.lint.cuda_reach.CudaReach.cuda_only_via` uses); it is ``info``,
 with the scope that decides it named. Facts are recorded in the shared walk
 (:class:`~detective.lint.entrance_facts.EntranceFacts`); the decision is made across
 files (:class:`EagerRoots`).

@@ -81,13 +81,19 @@ class ClassHierarchy:
                 return (path, candidate)
         return None
 
-    def _attr_class(self, cls: Node, attr: str) -> Node | None:
+    def attr_built_by(self, cls: Node, attr: str) -> tuple[str, FileSummary] | None:
+        """What builds ``self.<attr>`` in the class or its nearest project base (``self.rng =
+        np.random.default_rng()``: ``numpy.random.default_rng``), with that class's file."""
         for path, qualname in self.mro(cls):
             summary = self.files[path]
             target = summary.classes[qualname].attr_types.get(attr)
             if target is not None:
-                return self.resolve_class(target, summary)
-        return self.built_class(cls, attr)
+                return target, summary
+        return None
+
+    def _attr_class(self, cls: Node, attr: str) -> Node | None:
+        built = self.attr_built_by(cls, attr)
+        return self.resolve_class(*built) if built is not None else self.built_class(cls, attr)
 
     def built_class(self, cls: Node, attr: str) -> Node | None:
         """The class ``self.<attr> = config.<f>.build()`` declares: ``config: C`` and C's
@@ -130,12 +136,8 @@ class ClassHierarchy:
 
     def _external_attr(self, cls: Node, attr: str) -> bool:
         """Was ``self.<attr>`` built by a call into code outside the project?"""
-        for path, qualname in self.mro(cls):
-            summary = self.files[path]
-            target = summary.classes[qualname].attr_types.get(attr)
-            if target is not None:
-                return not target.startswith("local:") and self.module_file(target, summary) is None
-        return False
+        built = self.attr_built_by(cls, attr)
+        return built is not None and not built[0].startswith("local:") and self.module_file(*built) is None
 
     def class_kind(self, cls: Node, depth: int = 0) -> str | None:
         """"module" (nn.Module), "function" (autograd.Function), "other", or None: unknown."""
