@@ -16,6 +16,21 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # SAM2's _use_multimask: a helper returns a Python bool through a local.
+    Valid("""
+import torch
+
+class Head(torch.nn.Module):
+    def _use_multimask(self, point_inputs):
+        num_pts = 0 if point_inputs is None else point_inputs["point_labels"].size(1)
+        multimask = self.multimask_output and (1 <= num_pts <= 3)
+        return multimask
+
+    def forward(self, x, point_inputs=None):
+        if self.training and not self._use_multimask(point_inputs):
+            x = x + 1
+        return x
+"""),
     # NumPy made the value branched on: a NumPy read (info at most), whatever the targets.
     Valid(HOST_TRIM.replace("lengths.cpu()", "lengths.cpu().numpy()")),
     # A constructor's **kwargs are options (NeMo's RadTTS), not batch fields.

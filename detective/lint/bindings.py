@@ -11,60 +11,17 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
+from detective.lint.api_names import SYNCING_LOADERS, XLA_COMPILE_CALLS, XLA_PROGRAM_CALLS
 from detective.lint.call_site_params import CallSiteParams
+from detective.lint.compile_calls import COMPILING_CALLS, compiled_part, compiles_self, module_compile
 from detective.lint.inference import MODEL_NAMES, _compares_values
 from detective.lint.export_code import EXPORT_CALLS
 from detective.lint.model import COMPILES, COMPILES_PART, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
 
-COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
-_COMPILE_KEYWORDS = frozenset({"backend", "fullgraph", "mode", "dynamic", "options"})
-
-
-def _module_compile(call: cst.Call) -> bool:
-    """``block.compile(backend=..., fullgraph=True)``: nn.Module.compile, told from
-    ``re.compile`` and the like by torch.compile's keywords."""
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "compile" and any(
-        arg.keyword is not None and arg.keyword.value in _COMPILE_KEYWORDS for arg in call.args)
-
-
-def _compiles_self(call: cst.Call, dotted: str | None) -> bool:
-    """``super().compile(...)``, ``torch.compile(self)``, ``nn.Module.compile(self)``: the
-    method compiles the module it belongs to."""
-    func = call.func
-    if isinstance(func, cst.Attribute) and func.attr.value == "compile" and isinstance(func.value, cst.Call) \
-            and isinstance(func.value.func, cst.Name) and func.value.func.value == "super":
-        return True
-    first = call.args[0].value if call.args and call.args[0].keyword is None and not call.args[0].star else None
-    if isinstance(first, cst.Attribute) and first.attr.value == "forward":
-        first = first.value  # torch.compile(self.forward); not self.trainable_module, a part
-    return (dotted in COMPILING_CALLS or dotted == "torch.nn.Module.compile") \
-        and isinstance(first, cst.Name) and first.value == "self"
-
-
-def _compiled_part(call: cst.Call, dotted: str | None) -> str | None:
-    """``torch.compile(self.encoder.forward)``, ``torch.compile(self.encoder)``,
-    ``self.encoder.compile(mode=...)``: the attribute of ``self`` compiled (a component, or a
-    method: the cross-file pass tells them apart), else None."""
-    if dotted in COMPILING_CALLS:
-        if not call.args or call.args[0].keyword is not None or call.args[0].star:
-            return None
-        target = call.args[0].value
-    elif _module_compile(call):
-        target = call.func.value
-    else:
-        return None
-    if isinstance(target, cst.Attribute) and target.attr.value == "forward":
-        target = target.value
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return target.attr.value
-    return None
-
-
 class Bindings(CallSiteParams):
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
                     host=False, data=False, compare=False, container=False, param_group=False,
-                    numeric=False) -> None:
+                    numeric=False, python=False) -> None:
         frame = self.function
         if isinstance(target, (cst.Tuple, cst.List)):
             for element in target.elements:
@@ -82,7 +39,8 @@ class Bindings(CallSiteParams):
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names),
-                            (param_group, frame.param_group_names), (numeric, frame.numeric_names)):
+                            (param_group, frame.param_group_names), (numeric, frame.numeric_names),
+                            (python, frame.python_names)):
             (names.add if flag else names.discard)(name)
 
     def bind_value(self, targets, value: cst.BaseExpression) -> None:
@@ -112,6 +70,7 @@ class Bindings(CallSiteParams):
             numeric = True
         host = not tensor and infer.is_host_value(value)
         compare = not tensor and _compares_values(value)
+        python = not tensor and _is_python_value(value, infer)
         on_host = infer.on_host(value)
         numpy = on_host and infer.through_numpy(value)
         cpu_made = tensor and infer.made_on_cpu(value)
@@ -127,7 +86,8 @@ class Bindings(CallSiteParams):
                 self.function.container_names.add(target.value.value)  # d["k"] = tensor
                 continue
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
-                             container=container, data=self._is_data_element(value), numeric=numeric)
+                             container=container, data=self._is_data_element(value), numeric=numeric,
+                             python=python)
             self._trust(target, trusted)
             self._bind_cpu(target, on_host, cpu_made, numpy)
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
@@ -303,11 +263,11 @@ class Bindings(CallSiteParams):
         if isinstance(func, (cst.Name, cst.Attribute)):
             dotted = self.resolve(func)
             self.note_compile(dotted)
-            if COMPILES not in self.scope.tags and (dotted in COMPILING_CALLS or _module_compile(node)):
+            if COMPILES not in self.scope.tags and (dotted in COMPILING_CALLS or module_compile(node)):
                 self.scope.tags.append(COMPILES)  # read by lint/entrances.py (what a test runs)
-            if COMPILES_SELF not in self.scope.tags and _compiles_self(node, dotted):
+            if COMPILES_SELF not in self.scope.tags and compiles_self(node, dotted):
                 self.scope.tags.append(COMPILES_SELF)
-            part = _compiled_part(node, dotted)
+            part = compiled_part(node, dotted)
             if part is not None and COMPILES_PART + part not in self.scope.tags:
                 self.scope.tags.append(COMPILES_PART + part)
             if dotted in XLA_PROGRAM_CALLS and DRIVES_XLA not in self.scope.tags:
@@ -381,12 +341,13 @@ def _built_field(value: cst.BaseExpression) -> tuple[str, str] | None:
 
 
 def _is_python_value(value: cst.BaseExpression, infer) -> bool:
-    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``, ``return t.numpy()``:
-    no tensor."""
+    """``return self.n == self.k``, ``return True``, ``return len(x) > 2``, ``return t.numpy()``,
+    a name bound to one of those: no tensor."""
     if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
         return True
     if isinstance(value, cst.Name):
-        return value.value in {"True", "False", "None"}
+        # multi = n > 2 and flag; return multi: what the name was bound to says
+        return value.value in {"True", "False", "None"} or value.value in infer.model.function.python_names
     if isinstance(value, (cst.Comparison, cst.BooleanOperation)):
         return True  # and is_tensor said no
     if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Not):

@@ -37,6 +37,7 @@ class FunctionFrame:
     host_names: set[str] = field(default_factory=set)  # Python numbers read from tensors
     data_names: set[str] = field(default_factory=set)  # parameters and loop targets
     compare_names: set[str] = field(default_factory=set)  # chosen = top == i: a mask if indexed
+    python_names: set[str] = field(default_factory=set)  # multi = n > 2 and flag: a Python value to return
     numeric_names: set[str] = field(default_factory=set)  # masked_target = t - start: no mask, whatever its name
     container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
     param_group_names: set[str] = field(default_factory=set)  # for group in opt.param_groups
