@@ -757,5 +757,8 @@ class Dispatch(torch.nn.Module):
     Invalid(PARTWISE.replace("self.encoder.forward = torch.compile(self.encoder.forward)",
                              "self.encoder.forward = torch.compile(self.encoder.forward)\n"
                              "            self.forward = torch.compile(self.forward)"), line=15),
+    # A script builds the model and compiles it whole (a local of a known class): a warning.
+    Invalid(PARTWISE + "\ndef build():\n    model = Train(nn.Linear(4, 4))\n    return torch.compile(model)\n",
+            line=14),
     Invalid("import torch_xla\n" + PARTWISE, line=15),
 ]

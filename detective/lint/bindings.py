@@ -75,6 +75,7 @@ class Bindings(CallSiteParams):
         numpy = on_host and infer.through_numpy(value)
         cpu_made = tensor and infer.made_on_cpu(value)
         container = not tensor and self._is_model_output(value)
+        built = self._class_built(value)
         for target in targets:
             if isinstance(target, cst.Attribute):
                 # Attributes outlive the walk's program point: only definite tensors count
@@ -90,12 +91,26 @@ class Bindings(CallSiteParams):
                              python=python)
             self._trust(target, trusted)
             self._bind_cpu(target, on_host, cpu_made, numpy)
+            if isinstance(target, cst.Name):
+                # model = Train(...): torch.compile(model) later compiles Train's forward
+                (self.function.instances.__setitem__(target.value, built) if built
+                 else self.function.instances.pop(target.value, None))
             if isinstance(value, cst.Call) and isinstance(target, cst.Name):
                 called = self.resolve(value.func)
                 if called in SYNCING_LOADERS:
                     self.function.loader_names.add(target.value)
                 if called in XLA_COMPILE_CALLS and value.args:
                     self.function.compiled_names.add(target.value)
+
+    def _class_built(self, value: cst.BaseExpression) -> str | None:
+        """``Train(encoder)``: the call target of a class it builds (a capitalised name, not
+        torch's), else None."""
+        if not isinstance(value, cst.Call) or not isinstance(value.func, (cst.Name, cst.Attribute)):
+            return None
+        target = self.call_target(value.func)
+        if target is None or target.startswith(("self.", "super.")):
+            return None
+        return target if target.removeprefix("local:").rsplit(".", 1)[-1][:1].isupper() else None
 
     def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool, numpy: bool = False) -> None:
         """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results),

@@ -38,8 +38,11 @@ encoder.forward)``, ``self.encoder.compile(mode=...)``), and that the project ne
 itself nor by its forward, is eager in a project that does not target torch_xla.
 By its own ``compile`` override (:func:`override_compiled_classes`): DeepSpeed's
 ``PipelineModule.compile`` compiles each layer and never the pipeline.
-Limit: a whole instance compiled from outside (``self.policy = torch.compile(self.policy)``,
-its class unknown to the walk) is not seen.
+A whole instance compiled where the walk knows its class (``model = Train(...)`` then
+``torch.compile(model)`` or ``torch.compile(model.forward)`` in the same function) compiles
+that class's ``forward`` by name, so the class is not eager. Limit: an instance whose class the
+walk does not know (``self.policy = torch.compile(self.policy)``, a model a factory function
+returns) is not seen.
 """
 
 from __future__ import annotations

@@ -281,7 +281,8 @@ class Regions(NeverTraced):
             fn = node.args[0].value
             if isinstance(fn, cst.Call) and (model.resolve(fn.func) or "").endswith("partial") and fn.args:
                 fn = fn.args[0].value
-            target = model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None
+            target = (not hook and model.instance_target(fn)) or (
+                model.call_target(fn) if isinstance(fn, (cst.Name, cst.Attribute)) else None)
             if target is not None and self.call_kind() != "dead":
                 reason = f"registered with {method or dotted}" if hook else COMPILED
                 if hook and self._handles.get(id(node)) in self._fn_removes[-1]:

@@ -38,6 +38,7 @@ class FunctionFrame:
     data_names: set[str] = field(default_factory=set)  # parameters and loop targets
     compare_names: set[str] = field(default_factory=set)  # chosen = top == i: a mask if indexed
     python_names: set[str] = field(default_factory=set)  # multi = n > 2 and flag: a Python value to return
+    instances: dict[str, str] = field(default_factory=dict)  # model = Train(...): name -> class call target
     numeric_names: set[str] = field(default_factory=set)  # masked_target = t - start: no mask, whatever its name
     container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
     param_group_names: set[str] = field(default_factory=set)  # for group in opt.param_groups
@@ -161,6 +162,18 @@ class SemanticModel(Bindings):
             return True
         return self.is_import_alias(func) \
             and (self.resolve(func) or "").split(".", 1)[0] in NON_TENSOR_LIBRARIES
+
+    def instance_target(self, fn: cst.BaseExpression) -> str | None:
+        """``torch.compile(model)``, ``(model.forward)``, ``(model.act)`` with ``model =
+        Train(...)`` bound in this function: that method of the class built."""
+        if isinstance(fn, cst.Name):
+            name, method = fn.value, "forward"
+        elif isinstance(fn, cst.Attribute) and isinstance(fn.value, cst.Name):
+            name, method = fn.value.value, fn.attr.value
+        else:
+            return None
+        built = self.function.instances.get(name)
+        return f"{built}.{method}" if built else None
 
     def call_target(self, func: cst.BaseExpression) -> str | None:
         """What a call resolves to later, across files: ``self.m``, ``super.m``, a dotted
