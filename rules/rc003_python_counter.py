@@ -228,7 +228,7 @@ class Block(torch.nn.Module):
         if isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)) \
                 and self.context.is_tensor(node):
             for side in (node.left, node.right):
-                if _self_attr(side) is not None and not self.context.is_tensor(side):
+                if T.self_attr(side) is not None and not self.context.is_tensor(side):
                     self._bounded_reads.add(id(side))
 
     def visit_If(self, node: cst.If) -> None:
@@ -248,7 +248,7 @@ class Block(torch.nn.Module):
         stack = [test]
         while stack:
             expr = stack.pop()
-            if _self_attr(expr) is not None:
+            if T.self_attr(expr) is not None:
                 self._bounded_reads.add(id(expr))
             elif isinstance(expr, cst.Comparison):
                 stack.append(expr.left)
@@ -267,11 +267,11 @@ class Block(torch.nn.Module):
                     for small in statement.body:
                         if (isinstance(small, cst.Assign) and len(small.targets) == 1
                                 and T.is_number_literal(small.value)
-                                and (attr := _self_attr(small.targets[0].target)) is not None):
+                                and (attr := T.self_attr(small.targets[0].target)) is not None):
                             self._resets[id(small)] = attr
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        attr = _self_attr(node)
+        attr = T.self_attr(node)
         if attr is not None and id(node) not in self._bookkeeping and self.context.cls is not None:
             (self._bounded if id(node) in self._bounded_reads else self._flows).add((id(self.context.cls), attr))
 
@@ -292,7 +292,7 @@ class Block(torch.nn.Module):
         return attr not in project.tensor_attrs(cls)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        attr = _self_attr(node.target)
+        attr = T.self_attr(node.target)
         if attr is not None:
             self._bookkeeping.add(id(node.target))
             numeric = T.is_number_literal(node.value) or self.context.is_host_value(node.value)
@@ -301,7 +301,7 @@ class Block(torch.nn.Module):
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
             return
-        attr = _self_attr(node.targets[0].target)
+        attr = T.self_attr(node.targets[0].target)
         value = node.value
         if attr is not None:
             self._bookkeeping.add(id(node.targets[0].target))
@@ -309,8 +309,8 @@ class Block(torch.nn.Module):
                 self._reset_in.add((self.context.scope.qualname, attr))
         if attr is None or not isinstance(value, cst.BinaryOperation):
             return
-        if _self_attr(value.left) == attr or _self_attr(value.right) == attr:
-            other = value.right if _self_attr(value.left) == attr else value.left
+        if T.self_attr(value.left) == attr or T.self_attr(value.right) == attr:
+            other = value.right if T.self_attr(value.left) == attr else value.left
             self._bookkeeping.add(id(value.left if other is value.right else value.right))
             self._remember(node, attr, T.is_number_literal(other) or self.context.is_host_value(other))
 
@@ -365,8 +365,3 @@ class Block(torch.nn.Module):
                 )
         self._pending = keep
 
-
-def _self_attr(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return node.attr.value
-    return None

@@ -284,7 +284,7 @@ def _host_bookkeeping(block: cst.BaseSuite, names: set[str], bound: set[str]) ->
                 return False
             value = small.value
             if isinstance(small, cst.Assign) and not all(
-                    isinstance(t.target, cst.Name) or _self_attribute(t.target) for t in small.targets):
+                    isinstance(t.target, cst.Name) or T.self_attr(t.target) is not None for t in small.targets):
                 return False  # w2v_args["corpus_key"] = ...: a key set passed on, not bookkeeping
             if isinstance(value, cst.Subscript) and isinstance(small, cst.Assign):
                 # ids = inputs["input_ids"]: a binding, no op, if nothing after the branch reads it
@@ -296,10 +296,6 @@ def _host_bookkeeping(block: cst.BaseSuite, names: set[str], bound: set[str]) ->
                 names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
     return True
 
-
-def _self_attribute(node: cst.BaseExpression) -> bool:
-    """``self.seq_length``: the object's own Python state."""
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
 
 
 def _metadata(node: cst.BaseExpression, names: set[str]) -> bool:

@@ -199,7 +199,7 @@ class PythonConstantSlice(Rule):
 
     def _note_mutation(self, target) -> None:
         cls = self.context.cls
-        attr = _self_attr(target)
+        attr = T.self_attr(target)
         if cls is not None and attr and not self.context.scope.qualname.endswith(".__init__"):
             self._mutated.setdefault(id(cls), set()).add(attr)
 
@@ -391,15 +391,10 @@ def _target_names(target) -> set[str]:
     return set()
 
 
-def _self_attr(node) -> str | None:
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        return node.attr.value
-    return None
-
 
 def _uses_self_attr(expr) -> str | None:
     for sub in _walk(expr):
-        attr = _self_attr(sub)
+        attr = T.self_attr(sub)
         if attr is not None:
             return attr
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
 from detective.lint.api_names import COMPILE_CALLS
 
 COMPILING_CALLS = COMPILE_CALLS | {"torch._dynamo.optimize"}
@@ -47,6 +48,4 @@ def compiled_part(call: cst.Call, dotted: str | None) -> str | None:
         return None
     if isinstance(target, cst.Attribute) and target.attr.value == "forward":
         target = target.value
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return target.attr.value
-    return None
+    return T.self_attr(target)

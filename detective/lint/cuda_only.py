@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
 from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA
 from detective.lint.walker import syntax_children
 
@@ -111,7 +112,7 @@ class CudaScopes:
             self._picked[(self.model.scope.qualname, node.targets[0].target.value)] = prefix
         if class_name and isinstance(value, cst.Call) and is_cuda_call(self.model.resolve(value.func), None):
             for target in node.targets:
-                attr = _self_attr(target.target)
+                attr = T.self_attr(target.target)
                 if attr:
                     self.kernel_attrs.add((class_name, attr))
 
@@ -179,11 +180,6 @@ class CudaScopes:
         for qualname in needs:
             scopes[qualname].tags.append(NEEDS_CUDA)
 
-
-def _self_attr(target: cst.BaseExpression) -> str | None:
-    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
-        return target.attr.value
-    return None
 
 
 def _statements(body) -> tuple:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint import tensors as T
 from detective.lint.xla_params import CONFIG, FALSY, LITERAL, NONE, OTHER
 
 # Names of objects whose attributes are settings (``args.fp16``, ``self.cfg.normalize``,
@@ -58,8 +59,7 @@ def exits(body) -> bool:
 
 
 def _is_self_attr(node, attr: str) -> bool:
-    return isinstance(node, cst.Attribute) and node.attr.value == attr \
-        and isinstance(node.value, cst.Name) and node.value.value == "self"
+    return T.self_attr(node) == attr
 
 
 def self_attrs(test) -> list[str]:
@@ -67,8 +67,8 @@ def self_attrs(test) -> list[str]:
     found, stack = [], [test]
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-            found.append(node.attr.value)
+        if (attr := T.self_attr(node)) is not None:
+            found.append(attr)
         elif isinstance(node, cst.UnaryOperation):
             stack.append(node.expression)
         elif isinstance(node, cst.BooleanOperation):

@@ -126,6 +126,13 @@ def call_method_name(node: cst.Call) -> str | None:
     return func.attr.value if isinstance(func, cst.Attribute) else None
 
 
+def self_attr(node: cst.BaseExpression) -> str | None:
+    """``A`` of ``self.A``, else None."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
+
+
 def is_number_literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
