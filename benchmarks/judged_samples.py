@@ -52,9 +52,16 @@ def sample_precision(rows: list[dict]) -> dict:
 
 
 def sample_paths(directory: Path) -> list[Path]:
-    """Sample files oldest first (sample.csv, then sample-a, -b ...): a later sample's verdict
-    on the same finding (a re-judged draw, --include-judged) is the one the census keeps."""
-    return sorted(directory.glob(SAMPLE_GLOB), key=lambda p: (p.stem != "sample", p.stem))
+    """Sample files oldest first (sample.csv, then sample-a ... -z, -t2 after -t, then -aa, -ab ...,
+    as spreadsheet columns are named): a later sample's verdict on the same finding (a re-judged
+    draw, --include-judged) is the one the census keeps."""
+    return sorted(directory.glob(SAMPLE_GLOB), key=_draw_order)
+
+
+def _draw_order(path: Path) -> tuple:
+    name = path.stem.removeprefix("sample").removeprefix("-")
+    letters = name.rstrip("0123456789")
+    return len(letters), letters, len(name) - len(letters), name
 
 
 def census(findings: dict[str, list[dict]], rows: list[dict]) -> dict:

@@ -37,10 +37,12 @@ def test_census_joins_current_findings_with_sample_verdicts():
 
 def test_a_finding_judged_twice_keeps_the_newest_samples_verdict(tmp_path):
     module = _module()
-    for name in ("sample-b.csv", "sample.csv", "sample-k.csv", "sample-a.csv"):
+    for name in ("sample-b.csv", "sample.csv", "sample-k.csv", "sample-a.csv", "sample-aa2.csv", "sample-z.csv",
+                 "sample-aa.csv", "sample-k2.csv", "sample-ab.csv"):
         (tmp_path / name).write_text("")
-    assert [p.name for p in module.sample_paths(tmp_path)] == [
-        "sample.csv", "sample-a.csv", "sample-b.csv", "sample-k.csv"]
+    assert [p.name for p in module.sample_paths(tmp_path)] == [  # after -z come -aa, -ab (drawn later)
+        "sample.csv", "sample-a.csv", "sample-b.csv", "sample-k.csv", "sample-k2.csv", "sample-z.csv",
+        "sample-aa.csv", "sample-aa2.csv", "sample-ab.csv"]
     findings = {"o/r": [{"path": "a.py", "line": 3, "code": "RC001"}]}
     rows = [{"repo": "o/r", "path": "a.py", "line": "3", "code": "RC001", "judgement": j, "sample": s}
             for s, j in (("sample-a", "right"), ("sample-k", "wrong"))]
