@@ -35,9 +35,7 @@ still scored), 2 nothing could be scored or bad usage.
 from __future__ import annotations
 
 import argparse
-import ast
 import csv
-import hashlib
 import json
 import os
 import random
@@ -46,14 +44,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module below, however this is loaded
 from judged_samples import (SAMPLE_GLOB, census, heldout_repos, judge_agreement, read_sample,  # noqa: E402
                             sample_groups, sample_paths, sample_precision)
 from relabelled import agreement, read_relabel, relabel_sites  # noqa: E402
+from site_scoring import label_conflicts, score  # noqa: E402
+from snapshots import Site, Snapshot, check_sample_hashes, line_hash, prepare, read_manifest, verify_sites  # noqa: E402
+from accuracy_output import (print_any_severity, print_census, print_heldout, print_label_conflicts,  # noqa: E402
+                             print_outcomes, print_relabelled, print_sample, print_table)
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_MANIFEST = HERE / "lint_accuracy" / "manifest.csv"
@@ -64,171 +64,6 @@ SETTING_TITLES = {"files": "labelled files named (their project read as context)
                   "alone": "labelled files alone (--no-project)", "repo": "whole repositories"}
 # extra lint arguments per setting; the targets are the labelled files except for "repo"
 SETTING_ARGS = {"files": [], "alone": ["--no-project"], "repo": []}
-
-
-@dataclass(frozen=True)
-class Site:
-    repo: str
-    commit: str
-    path: str
-    line: int
-    codes: tuple[str, ...]
-    verdict: str  # "trigger" | "silent"
-    line_sha256: str
-    note: str
-    split: str = "dev"
-
-    @property
-    def rule(self) -> str:
-        return self.codes[0]
-
-    def where(self) -> str:
-        return f"{self.repo}:{self.path}:{self.line}"
-
-
-@dataclass
-class Snapshot:
-    repo: str
-    commit: str
-    root: Path | None = None  # checked-out .py tree
-    problem: str | None = None
-    spans: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
-
-
-def line_hash(text: str) -> str:
-    return hashlib.sha256(text.strip().encode()).hexdigest()
-
-
-def read_manifest(path: Path) -> list[Site]:
-    sites = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            sites.append(
-                Site(
-                    repo=row["repo"],
-                    commit=row["commit"],
-                    path=row["path"],
-                    line=int(row["line"]),
-                    codes=tuple(row["rule"].split("|")),
-                    verdict=row["verdict"],
-                    line_sha256=row["line_sha256"],
-                    note=row["note"],
-                    split=row.get("split") or "dev",
-                )
-            )
-    return sites
-
-
-# --- snapshots ---------------------------------------------------------------------------
-
-
-def git_dir(mirrors: Path, repo: str) -> Path:
-    return mirrors / repo.replace("/", "+") / "repo"
-
-
-# Top-level files that mark a project root (detective.lint.discovery.PROJECT_MARKERS), checked
-# out with the sources so that a snapshot is a project as its clone is.
-ROOT_MARKERS = (b"pyproject.toml", b"setup.cfg")
-
-
-def checkout_python_files(gdir: Path, commit: str, dest: Path) -> None:
-    """Write every ``.py`` blob of ``commit`` under ``dest`` (snapshots may lack large blobs),
-    the top-level project files, and an empty ``.git`` directory where a clone has its own."""
-    listing = subprocess.run(
-        ["git", f"--git-dir={gdir}", "ls-tree", "-r", "-z", commit],
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    entries = []
-    for item in listing:
-        if not item:
-            continue
-        meta, _, name = item.partition(b"\t")
-        mode, kind, sha = meta.split()
-        if kind == b"blob" and (name.endswith(b".py") or name in ROOT_MARKERS) and mode != b"120000":
-            entries.append((sha.decode(), name.decode("utf-8", "surrogateescape")))
-    batch = subprocess.Popen(
-        ["git", f"--git-dir={gdir}", "cat-file", "--batch"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert batch.stdin and batch.stdout
-    batch.stdin.write("".join(f"{sha}\n" for sha, _ in entries).encode())
-    batch.stdin.close()
-    for sha, name in entries:
-        header = batch.stdout.readline().split()
-        if len(header) < 3 or header[1] == b"missing":
-            continue
-        data = batch.stdout.read(int(header[2]))
-        batch.stdout.read(1)
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    batch.wait()
-    (dest / ".git").mkdir(parents=True, exist_ok=True)
-
-
-def prepare(mirrors: Path, repo: str, commit: str, workdir: Path) -> Snapshot:
-    snap = Snapshot(repo, commit)
-    gdir = git_dir(mirrors, repo)
-    if not gdir.is_dir():
-        snap.problem = f"snapshot missing: {repo} (no git directory at {gdir}; fetch github:{repo})"
-        return snap
-    has = subprocess.run(
-        ["git", f"--git-dir={gdir}", "cat-file", "-e", f"{commit}^{{commit}}"],
-        capture_output=True,
-    )
-    if has.returncode != 0:
-        snap.problem = f"snapshot missing: {repo}@{commit[:12]} is not in {gdir} (fetch a snapshot holding it)"
-        return snap
-    dest = workdir / repo.replace("/", "+")
-    checkout_python_files(gdir, commit, dest)
-    snap.root = dest
-    return snap
-
-
-def statement_span(tree: ast.Module, line: int) -> tuple[int, int]:
-    """Lines of the innermost statement holding ``line``; for a compound one, its header."""
-    best = (line, line)
-    best_size = None
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
-        start, end = node.lineno, node.end_lineno or node.lineno
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
-            end = max(start, body[0].lineno - 1)
-            decorators = getattr(node, "decorator_list", [])
-            if decorators:
-                start = min(d.lineno for d in decorators)
-        if start <= line <= end and (best_size is None or end - start < best_size):
-            best, best_size = (start, end), end - start
-    return best
-
-
-def verify_sites(snap: Snapshot, sites: list[Site]) -> list[str]:
-    """Check each site's line hash; record statement spans. Returns problems, one per site."""
-    problems = []
-    trees: dict[str, ast.Module | None] = {}
-    for site in sites:
-        source_path = snap.root / site.path  # type: ignore[operator]
-        if not source_path.is_file():
-            problems.append(f"drift: {site.where()} file not in the snapshot")
-            continue
-        text = source_path.read_text(encoding="utf-8", errors="surrogateescape")
-        lines = text.splitlines()
-        if site.line > len(lines) or line_hash(lines[site.line - 1]) != site.line_sha256:
-            problems.append(f"drift: {site.where()} line hash differs from the manifest")
-            continue
-        if site.path not in trees:
-            try:
-                trees[site.path] = ast.parse(text)
-            except SyntaxError:
-                trees[site.path] = None
-        tree = trees[site.path]
-        span = statement_span(tree, site.line) if tree else (site.line, site.line)
-        snap.spans[(site.path, site.line)] = span
-    return problems
 
 
 # --- running the linter ------------------------------------------------------------------
@@ -290,99 +125,7 @@ def run_lint(cmd: list[str], root: Path, targets: list[str], jobs: int, timeout:
     return findings, None, elapsed
 
 
-# --- scoring -----------------------------------------------------------------------------
-
-
-def score(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], findings: dict[str, list[dict]]) -> dict:
-    """Each finding goes to the labelled site(s) of its code nearest to it in its statement.
-
-    Nearest, so that in a multi-line statement holding two sites (``"loss": loss.item()``
-    two lines above ``"n": x.numel()``) a finding on one line does not also count for
-    the other.
-    """
-    spans = {(s.repo, s.path, s.line): snaps[(s.repo, s.commit)].spans.get((s.path, s.line)) for s in sites}
-    by_file: dict[tuple[str, str], list[Site]] = defaultdict(list)
-    for s in sites:
-        if spans[(s.repo, s.path, s.line)] is not None:
-            by_file[(s.repo, s.path)].append(s)
-    hit: set[Site] = set()
-    near: dict[Site, set[str]] = defaultdict(set)
-    for repo, items in findings.items():
-        for f in items:
-            holding = [s for s in by_file.get((repo, f["path"]), [])
-                       if spans[(s.repo, s.path, s.line)][0] <= f["line"] <= spans[(s.repo, s.path, s.line)][1]]
-            same = [s for s in holding if f["code"] in s.codes]
-            if same:
-                best = min(abs(s.line - f["line"]) for s in same)
-                hit.update(s for s in same if abs(s.line - f["line"]) == best)
-            for s in holding:
-                if f["code"] not in s.codes:
-                    near[s].add(f["code"])
-    counts: dict[str, Counter] = defaultdict(Counter)
-    outcomes = []
-    for site in sites:
-        if spans[(site.repo, site.path, site.line)] is None or site.repo not in findings:
-            continue
-        flagged = site in hit
-        other = sorted(near[site])
-        if site.verdict == "trigger":
-            outcome = "tp" if flagged else "fn"
-        else:
-            outcome = "fp" if flagged else "tn"
-        for key in (site.rule, "all", f"repo:{site.repo}", f"split:{site.split}"):
-            counts[key][outcome] += 1
-        outcomes.append({"site": site, "outcome": outcome, "other_codes": other})
-    table = {}
-    for key, c in counts.items():
-        tp, fp, fn = c["tp"], c["fp"], c["fn"]
-        table[key] = {
-            **{k: c[k] for k in ("tp", "fp", "fn", "tn")},
-            "precision": tp / (tp + fp) if tp + fp else None,
-            "recall": tp / (tp + fn) if tp + fn else None,
-        }
-    return {"table": table, "outcomes": outcomes}
-
-
-def label_conflicts(sites: list[Site], snaps: dict[tuple[str, str], Snapshot], rows: list[dict],
-                    outcomes: list[dict]) -> dict:
-    """Labelled sites the samples' judges contradict, by the newest verdict on a finding in
-    the site's statement (labels are never changed by this): triggers judged wrong, and
-    look-alikes judged right (flagged at some earlier linter commit). ``outcomes``: the
-    whole-repository scoring of the current linter, to show recall with both set apart."""
-    newest = {(r["repo"], r["path"], int(r["line"]), r["code"]): r for r in rows}
-    by_verdict: dict[str, dict[str, list[dict]]] = {"right": defaultdict(list), "wrong": defaultdict(list)}
-    for (repo, path, line, code), row in newest.items():
-        if row["judgement"] in by_verdict:
-            by_verdict[row["judgement"]][repo].append({"path": path, "line": line, "code": code})
-    judged = {verdict: {o["site"]: o["outcome"] for o in score(sites, snaps, found)["outcomes"]}
-              for verdict, found in by_verdict.items()}
-    wrong = {site for site, outcome in judged["wrong"].items() if outcome == "tp" and judged["right"].get(site) != "tp"}
-    right = {site for site, outcome in judged["right"].items() if outcome == "fp" and judged["wrong"].get(site) != "fp"}
-    tp = sum(1 for o in outcomes if o["outcome"] == "tp" and o["site"] not in wrong)
-    fn = sum(1 for o in outcomes if o["outcome"] == "fn" and o["site"] not in wrong) + \
-        sum(1 for o in outcomes if o["outcome"] == "tn" and o["site"] in right)
-    tp += sum(1 for o in outcomes if o["outcome"] == "fp" and o["site"] in right)
-    fp = sum(1 for o in outcomes if o["outcome"] == "fp" and o["site"] not in right) + \
-        sum(1 for o in outcomes if o["outcome"] == "tp" and o["site"] in wrong)
-    now = {o["site"]: o["outcome"] for o in outcomes}
-    return {"triggers_judged_wrong": sorted((s.where() + " " + "|".join(s.codes), now.get(s, "")) for s in wrong),
-            "silent_judged_right": sorted((s.where() + " " + "|".join(s.codes), now.get(s, "")) for s in right),
-            "recall_set_apart": tp / (tp + fn) if tp + fn else None,
-            "precision_set_apart": tp / (tp + fp) if tp + fp else None, "tp": tp, "fn": fn, "fp": fp}
-
-
-def check_sample_hashes(rows: list[dict], snaps: dict[tuple[str, str], Snapshot]) -> list[str]:
-    problems = []
-    for row in rows:
-        snap = snaps.get((row["repo"], row["commit"]))
-        if snap is None or snap.root is None:
-            continue
-        target = snap.root / row["path"]
-        lines = target.read_text(encoding="utf-8", errors="surrogateescape").splitlines() if target.is_file() else []
-        line = int(row["line"])
-        if line > len(lines) or line_hash(lines[line - 1]) != row["line_sha256"]:
-            problems.append(f"sample drift: {row['repo']}:{row['path']}:{line}")
-    return problems
+# --- scoring and drawing ------------------------------------------------------------------
 
 
 def draw_sample(
@@ -407,75 +150,15 @@ def draw_sample(
     return len(chosen)
 
 
-# --- output ------------------------------------------------------------------------------
-
-
-def short_commit(commit: str) -> str:
-    head, plus, rest = commit.partition("+")
-    return head[:12] + plus + rest
-
-
-def fmt(x: float | None) -> str:
-    return "  -  " if x is None else f"{x:.2f}"
-
-
-def print_table(title: str, table: dict, by_repo: bool = False) -> None:
-    print(f"\n{title}")
-    print(f"  {'rule':6} {'prec':>5} {'recall':>6} {'tp':>4} {'fp':>4} {'fn':>4} {'tn':>4}")
-    rules = sorted(k for k in table if k != "all" and ":" not in k)
-    for key in rules + ["all"]:
-        if key not in table:
-            continue
-        r = table[key]
-        print(f"  {key:6} {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}")
-    splits = sorted(k for k in table if k.startswith("split:"))
-    if len(splits) > 1:
-        for key in splits:
-            r = table[key]
-            print(f"  {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}  {key[6:]} sites only")
-    if by_repo:
-        for key in sorted(k for k in table if k.startswith("repo:")):
-            r = table[key]
-            print(f"  {fmt(r['precision']):>5} {fmt(r['recall']):>6} {r['tp']:4} {r['fp']:4} {r['fn']:4} {r['tn']:4}  {key[5:]}")
-
-
-def print_outcomes(setting: str, outcomes: list[dict]) -> None:
-    for kind, title in (("fn", "missed triggers"), ("fp", "false positives")):
-        rows = [o for o in outcomes if o["outcome"] == kind]
-        if not rows:
-            continue
-        print(f"\n{title} ({SETTING_TITLES[setting]}): {len(rows)}")
-        for o in sorted(rows, key=lambda o: (o["site"].rule, o["site"].where())):
-            s = o["site"]
-            extra = f" [flagged as {','.join(o['other_codes'])}]" if o["other_codes"] else ""
-            print(f"  {'|'.join(s.codes):11} {s.where()}  {s.note}{extra}")
-
-
 def score_relabelled(usable: list[Site], snaps: dict, relabel: dict, all_findings: dict, all_every: dict) -> dict:
     """The same findings scored against the relabelled verdicts (``benchmarks/relabelled.py``)."""
     sites, changed = relabel_sites(usable, relabel)
-    agree = agreement(usable, relabel)
-    print(f"\nrelabelled set: two blind labellers per site; their shared verdict replaces the original on "
-          f"{len(changed)} sites ({sum(c['to'] == 'silent' for c in changed)} triggers -> silent, "
-          f"{sum(c['to'] == 'trigger' for c in changed)} silent -> trigger); "
-          f"{sum(s.verdict == 'trigger' for s in sites)} triggers")
-    if agree.get("labeller_verdicts"):
-        print(f"  labellers agree with each other on {agree.get('labellers_agree', 0)} of {agree.get('sites', 0)} "
-              f"sites; with the original labels on {agree.get('labeller_agrees_with_original', 0)} of "
-              f"{agree['labeller_verdicts']} verdicts; {agree.get('missing', 0)} sites not relabelled")
-    out = {"changed": changed, "agreement": agree, "settings": {}}
+    out = {"changed": changed, "agreement": agreement(usable, relabel), "settings": {}}
     for setting, findings in all_findings.items():
         table = score(sites, snaps, findings)["table"]
         any_severity = score(sites, snaps, all_every[setting])["table"].get("all", {})
         out["settings"][setting] = {"table": table, "table_any_severity": any_severity}
-        a = table.get("all", {})
-        if a:
-            print(f"  {SETTING_TITLES[setting]}: precision {fmt(a['precision'])}, recall {fmt(a['recall'])} "
-                  f"(tp {a['tp']}, fp {a['fp']}, fn {a['fn']})"
-                  + (f"; with info findings counted too: precision {fmt(any_severity['precision'])}, recall "
-                     f"{fmt(any_severity['recall'])}" if any_severity else ""))
-    for c in changed:
-        print(f"  relabelled {c['from']} -> {c['to']}: {c['site']} {c['rule']}")
+    print_relabelled(out, sites, SETTING_TITLES)
     return out
 
 
@@ -602,12 +285,9 @@ def main(argv: list[str] | None = None) -> int:
             }
             print_table(f"{SETTING_TITLES[setting]}: precision and recall on labelled sites "
                         f"({results['settings'][setting]['findings']} findings in all)", scored["table"], args.by_repo)
-            if any_severity:
-                print(f"  with info findings counted too (--min-severity info): precision "
-                      f"{fmt(any_severity['precision'])}, recall {fmt(any_severity['recall'])} "
-                      f"(tp {any_severity['tp']}, fp {any_severity['fp']}, fn {any_severity['fn']})")
+            print_any_severity(any_severity)
             if args.list:
-                print_outcomes(setting, scored["outcomes"])
+                print_outcomes(SETTING_TITLES[setting], scored["outcomes"])
 
         relabel = read_relabel(args.relabel)
         if relabel:
@@ -622,60 +302,20 @@ def main(argv: list[str] | None = None) -> int:
             sp = sample_precision(rows)
             seeds = sorted({r.get("seed", "") for r in rows})
             results["samples"].append({"sample": name, "linter_commit": commit, "seeds": seeds, "table": sp})
-            print(f"\n{name}.csv: {len(rows)} findings, linter {short_commit(commit) or '?'}, seed {', '.join(seeds)}")
-            print(f"  {'rule':6} {'prec':>5} {'right':>5} {'wrong':>5} {'unclr':>5}")
-            for key in sorted(k for k in sp if k != "all") + ["all"]:
-                r = sp[key]
-                print(f"  {key:6} {fmt(r['precision']):>5} {r['right']:5} {r['wrong']:5} {r['unclear']:5}")
-            a = sp["all"]
-            judged = a["right"] + a["wrong"]
-            if judged:
-                print(f"  precision {a['right']}/{judged} = {a['precision']:.3f} (unclear left out); "
-                      f"{a['right']}/{judged + a['unclear']} = {a['precision_strict']:.3f} with unclear counted wrong")
+            print_sample(results["samples"][-1], len(rows))
 
         if "repo" in all_findings and sample_rows:
-            c = results["census"] = census(all_findings["repo"], sample_rows)
-            counts = c["counts"]
-            print(f"\ncensus: {c['findings']} whole-repository findings of this linter; verdicts from the samples: "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-            for name, cs in c["by_sample"].items():
-                print(f"  {name:10} " + ", ".join(f"{k} {v}" for k, v in sorted(cs.items())))
-            if c["precision"] is not None:
-                print(f"  precision {counts.get('right', 0)}/{counts.get('right', 0) + counts.get('wrong', 0)} = "
-                      f"{c['precision']:.3f} (unclear and not judged left out); {c['precision_strict']:.3f} with "
-                      "both counted wrong")
-            m = c["majority"]
-            if c["precision_majority"] is not None:
-                print(f"  by the majority of each finding's judges (a tie keeps the newest; a second view): "
-                      f"{m.get('right', 0)}/{m.get('right', 0) + m.get('wrong', 0)} = {c['precision_majority']:.3f}")
-            a = results["judge_agreement"] = judge_agreement(sample_rows)
-            if a["rate"] is not None:
-                print(f"  judges of the same finding agree on {a['agree']} of {a['pairs']} pairs of verdicts "
-                      f"({a['rate']:.3f}); {a['split']} of the {a['rejudged']} findings judged more than once have both verdicts")
+            results["census"] = census(all_findings["repo"], sample_rows)
+            results["judge_agreement"] = judge_agreement(sample_rows)
+            print_census(results["census"], results["judge_agreement"])
 
-        held = results["heldout_repos"] = heldout_repos(SAMPLE_DIR)
-        if held:
-            print("\nrepositories outside the labelled set, judged by reading (read from the files, not re-linted; "
-                  "each at the linter commit it names)")
-            for h in held:
-                print(f"  {h['file']:26} {h['repo']}@{h['commit']} linter {h['linter_commit']}: "
-                      f"{h['right']} right, {h['wrong']} wrong, {h['unclear']} unclear of {h['findings']}"
-                      + (f" = {h['precision']:.3f}" if h["precision"] is not None else ""))
+        results["heldout_repos"] = heldout_repos(SAMPLE_DIR)
+        print_heldout(results["heldout_repos"])
 
         if "repo" in results["settings"] and sample_rows:
             repo_outcomes = score(usable, snaps, all_findings["repo"])["outcomes"]
-            k = results["label_conflicts"] = label_conflicts(usable, snaps, sample_rows, repo_outcomes)
-            print(f"\nlabels the samples' judges contradict (newest verdict on a finding in the site's statement; "
-                  f"the labels stay as they are): {len(k['triggers_judged_wrong'])} triggers judged wrong, "
-                  f"{len(k['silent_judged_right'])} look-alikes judged right")
-            for where, outcome in k["triggers_judged_wrong"]:
-                print(f"  trigger judged wrong: {where} (now {'found' if outcome == 'tp' else 'not shown'})")
-            for where, outcome in k["silent_judged_right"]:
-                print(f"  look-alike judged right: {where} (now {'shown' if outcome == 'fp' else 'silent'})")
-            if k["recall_set_apart"] is not None and k["precision_set_apart"] is not None:
-                print(f"  whole repositories with the judges' verdicts in place of those labels (a second view, "
-                      f"not the target's): precision {k['tp']}/{k['tp'] + k['fp']} = {k['precision_set_apart']:.3f}, "
-                      f"recall {k['tp']}/{k['tp'] + k['fn']} = {k['recall_set_apart']:.3f}")
+            results["label_conflicts"] = label_conflicts(usable, snaps, sample_rows, repo_outcomes)
+            print_label_conflicts(results["label_conflicts"])
 
         if args.draw_sample:
             out = draw_out
