@@ -16,7 +16,7 @@ import libcst as cst
 from detective.lint.api_names import STEP_CONTEXTS, SYNC_CALLS
 from detective.lint.rule import Facts
 from detective.lint.api_names import XLA_COMPILE_CALLS
-from detective.lint.semantic import dotted_name
+from detective.lint.syntax import dotted_name
 
 OPTIMIZER_STEP_CALLS = frozenset({"torch_xla.core.xla_model.optimizer_step"})
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.rule import Invalid, Rule, Valid
-from detective.lint.semantic import dotted_name
+from detective.lint.syntax import dotted_name
 from detective.rules.rc001_host_sync import HOST_READ_METHODS
 from detective.rules.rc006_python_accumulator import _is_loader
 

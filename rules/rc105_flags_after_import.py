@@ -7,6 +7,7 @@ import libcst as cst
 from detective.lint import policy as P
 from detective.lint import tensors as T
 from detective.lint.rule import Invalid, Rule, Valid
+from detective.lint.syntax import dotted_name
 
 
 # Read by torch_xla's own import (torch_xla/__init__.py): too late after it.
@@ -267,11 +268,11 @@ if __name__ == "__main__":
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            self._imported(_dotted(alias.name))
+            self._imported(dotted_name(alias.name))
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.module is not None and not node.relative:
-            self._imported(_dotted(node.module))
+            self._imported(dotted_name(node.module))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self._write(node)
@@ -365,11 +366,3 @@ def _start_method(call: cst.Call, position: int) -> str | None:
                 or arg.keyword is None and index == position and position >= 0):
             return T.literal_string(arg.value)
     return None
-
-
-def _dotted(node) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return ""

@@ -8,6 +8,7 @@ from detective.lint import tensors as T
 from detective.lint import policy as P
 from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES
 from detective.lint.rule import Rule
+from detective.lint.syntax import bound_names
 from detective.lint.walker import walk
 from detective.rules import _rc109_examples as examples
 
@@ -100,7 +101,7 @@ class PythonConstantSlice(Rule):
 
     # ---------------------------------------------------------------- bookkeeping
     def visit_For(self, node: cst.For) -> None:
-        self._loops.append((_target_names(node.target), []))
+        self._loops.append((set(bound_names(node.target)), []))
         it = node.iter
         count = _literal_numbers(it) if not isinstance(it, cst.Name) else self._literals.get(it.value)
         if count:
@@ -156,7 +157,7 @@ class PythonConstantSlice(Rule):
                     self._literals.pop(target.target.value, None)
         if self._loops and self._loop_counter(node.value) and not self.context.is_tensor(node.value):
             for target in node.targets:  # index = max(-step, 1): derived from the counter
-                self._loops[-1][0].update(_target_names(target.target))
+                self._loops[-1][0].update(bound_names(target.target))
         for target in node.targets:
             if isinstance(node.value, cst.BinaryOperation):
                 self._note_mutation(target.target)
@@ -170,7 +171,7 @@ class PythonConstantSlice(Rule):
             taken = tuple(assumed[mark:])
             here = self._evidence_guards(node.value)
             for target in node.targets:
-                for bound in _target_names(target.target):
+                for bound in bound_names(target.target):
                     # Varying if any assignment runs: only guards common to all of them hold.
                     guards[bound] = here if bound not in names else tuple(g for g in guards.get(bound, ())
                                                                           if g in here)
@@ -378,18 +379,6 @@ def _all_names(expr) -> set[str]:
 
     walk(expr, visit, lambda node: None)
     return found
-
-
-def _target_names(target) -> set[str]:
-    if isinstance(target, cst.Name):
-        return {target.value}
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names = set()
-        for element in target.elements:
-            names |= _target_names(element.value)
-        return names
-    return set()
-
 
 
 def _uses_self_attr(expr) -> str | None:

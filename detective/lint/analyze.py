@@ -23,7 +23,8 @@ from detective.lint.model import COMPILED, GENERATED_FROM_FACT, UNKNOWN_RECEIVER
 _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
-from detective.lint.semantic import SemanticModel, dotted_name
+from detective.lint.semantic import SemanticModel
+from detective.lint.syntax import dotted_name
 from detective.lint.signatures import call_shape
 
 _SUPPRESS = re.compile(

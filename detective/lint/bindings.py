@@ -17,6 +17,8 @@ from detective.lint.compile_calls import COMPILING_CALLS, compiled_part, compile
 from detective.lint.inference import MODEL_NAMES, _compares_values
 from detective.lint.export_code import EXPORT_CALLS
 from detective.lint.model import COMPILES, COMPILES_PART, COMPILES_SELF, DRIVES_XLA, EXPORT_CHECKS, USES_XLA
+from detective.lint.syntax import bound_names
+
 
 class Bindings(CallSiteParams):
     def bind_target(self, target: cst.BaseExpression, *, tensor=False, boolean=False,
@@ -115,16 +117,11 @@ class Bindings(CallSiteParams):
     def _bind_cpu(self, target: cst.BaseExpression, on_host: bool, cpu_made: bool, numpy: bool = False) -> None:
         """Where the value lives: a host copy (``u, idx, c = uniques[b]`` of ``.cpu()`` results),
         one NumPy made, or a tensor made on the CPU; each name of a tuple target alike."""
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_cpu(element.value, on_host, cpu_made, numpy)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_cpu(target.value, on_host, cpu_made, numpy)
-        elif isinstance(target, cst.Name):
-            frame = self.function
-            (frame.cpu_names.add if on_host else frame.cpu_names.discard)(target.value)
-            (frame.numpy_names.add if numpy else frame.numpy_names.discard)(target.value)
-            (frame.cpu_made_names.add if cpu_made else frame.cpu_made_names.discard)(target.value)
+        frame = self.function
+        for name in bound_names(target):
+            (frame.cpu_names.add if on_host else frame.cpu_names.discard)(name)
+            (frame.numpy_names.add if numpy else frame.numpy_names.discard)(name)
+            (frame.cpu_made_names.add if cpu_made else frame.cpu_made_names.discard)(name)
 
     def _trust(self, target: cst.BaseExpression, trusted: tuple[str, ...]) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

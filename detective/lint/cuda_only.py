@@ -31,6 +31,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA
+from detective.lint.syntax import block_statements
 from detective.lint.walker import syntax_children
 
 # Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
@@ -151,7 +152,7 @@ class CudaScopes:
         scopes = self.model.scopes
         if self.targets:
             for qualname, function in self.functions.items():
-                must = _must_targets(_statements(function.body), self.targets, self._holding, self._exiting)
+                must = _must_targets(block_statements(function.body), self.targets, self._holding, self._exiting)
                 if must:
                     scopes[qualname].must_calls = sorted(must)
                     scopes[qualname].tensor_calls = sorted(must & self._tensor_targets)
@@ -168,7 +169,7 @@ class CudaScopes:
         hits, moves, callers = set(self.direct), set(self.moves), set(self.direct_in)
         while callers:  # a function that must call one that needs CUDA needs it too
             found = {q for q in callers - needs if q in self.functions
-                     and _must_run(_statements(self.functions[q].body), hits, moves)}
+                     and _must_run(block_statements(self.functions[q].body), hits, moves)}
             needs |= found
             calls = [(call, caller) for call, caller, callee in self.local_calls if callee in found]
             calls += [(call, caller) for call, caller, candidates in picked
@@ -179,11 +180,6 @@ class CudaScopes:
             callers = {caller for _, caller in calls} - needs
         for qualname in needs:
             scopes[qualname].tags.append(NEEDS_CUDA)
-
-
-
-def _statements(body) -> tuple:
-    return body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
 
 
 def _contains(node: cst.CSTNode, ids: set[int]) -> bool:
@@ -211,16 +207,16 @@ def _must_run(statements, hits: set[int], moves: set[int]) -> bool:
             if _contains(statement.test, hits):
                 return True
             orelse = statement.orelse
-            rest = () if orelse is None else (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body)
-            if orelse is not None and _must_run(_statements(statement.body), hits, moves) \
+            rest = () if orelse is None else (orelse,) if isinstance(orelse, cst.If) else block_statements(orelse.body)
+            if orelse is not None and _must_run(block_statements(statement.body), hits, moves) \
                     and _must_run(rest, hits, moves):
                 return True
             if moves and not _chooses_device(statement.test) and (
-                    _must_run(_statements(statement.body), moves, moves) or _must_run(rest, moves, moves)):
+                    _must_run(block_statements(statement.body), moves, moves) or _must_run(rest, moves, moves)):
                 return True
         elif isinstance(statement, cst.With):
             if any(_contains(item, hits) for item in statement.items) \
-                    or _must_run(_statements(statement.body), hits, moves):
+                    or _must_run(block_statements(statement.body), hits, moves):
                 return True
         elif isinstance(statement, cst.For):
             if _contains(statement.iter, hits):
@@ -247,13 +243,13 @@ def _must_targets(statements, targets: dict[int, str], holding: set[int], exitin
             found |= _targets_in(statement.test, targets)
             orelse = statement.orelse
             if orelse is not None:
-                rest = (orelse,) if isinstance(orelse, cst.If) else _statements(orelse.body)
-                found |= _must_targets(_statements(statement.body), targets, holding, exiting) \
+                rest = (orelse,) if isinstance(orelse, cst.If) else block_statements(orelse.body)
+                found |= _must_targets(block_statements(statement.body), targets, holding, exiting) \
                     & _must_targets(rest, targets, holding, exiting)
         elif isinstance(statement, cst.With):
             for item in statement.items:
                 found |= _targets_in(item, targets)
-            found |= _must_targets(_statements(statement.body), targets, holding, exiting)
+            found |= _must_targets(block_statements(statement.body), targets, holding, exiting)
         elif isinstance(statement, cst.For):
             found |= _targets_in(statement.iter, targets)
         elif isinstance(statement, cst.While):

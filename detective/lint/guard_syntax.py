@@ -47,17 +47,6 @@ def _config_name(name: str) -> bool:
     return name in CONFIG_NAMES or name.endswith(CONFIG_SUFFIXES)
 
 
-def exits(body) -> bool:
-    """Does this block end by leaving the function (``return``, ``raise``)?"""
-    statements = getattr(body, "body", ())
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], (cst.Return, cst.Raise))
-    return False
-
-
 def _is_self_attr(node, attr: str) -> bool:
     return T.self_attr(node) == attr
 

@@ -24,52 +24,13 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.xla_branches import FLASH_BRANCH, GENERATOR_BLOCK, block_calls, bound_names, cuda_sense, \
+from detective.lint.once_branches import runs_once
+from detective.lint.syntax import bound_names, ends_in_exit
+from detective.lint.xla_branches import FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, cuda_sense, \
     device_generator, lazy_init_test, set_to_none, xla_sense
 
 
-def _assigned_in(loop: cst.CSTNode) -> set[str]:
-    """Names a loop (its targets and body) binds."""
-    names: set[str] = set()
-
-    class Targets(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            names.update(n.value for n in _names_in(node.target))
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    loop.visit(Targets())
-    return names
-
-
-def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names_in(e.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []
-
-
 _SETTING_ROOTS = frozenset({"self", "args", "cfg", "config", "flags", "opt", "opts", "hparams"})
-
-
-def block_statements(body: cst.BaseSuite):
-    return body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
 
 
 class NeverTraced:
@@ -108,7 +69,7 @@ class NeverTraced:
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         # A block that ends in `raise` is an error path: what it reads runs once, failing.
-        failing = _ends_in_exit(node, raise_only=True)
+        failing = ends_in_exit(node, raise_only=True)
         self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing])
         if failing:
             self.dead_depth += 1
@@ -154,7 +115,7 @@ class NeverTraced:
             self.dead.add(id(node.body))
             if lazy_init_test(node.test):
                 self.once.add(id(node.body))
-        elif sense == 0 and (cache_fill(node) or memo_fill(node) or undoes_state(node)):
+        elif sense == 0 and runs_once(node):
             self.dead.add(id(node.body))  # a cache miss, an unmerge: once, set-up like lazy init
             self.once.add(id(node.body))
         elif sense > 0 and node.orelse is not None:
@@ -233,7 +194,7 @@ class NeverTraced:
         if isinstance(node.orelse, cst.Else):
             self._if_blocks.pop(id(node.orelse.body), None)
         # if x.device.type == "xla": return ...  -> the rest of this block never runs on XLA.
-        if node.orelse is None and self.sense(node.test) > 0 and _ends_in_exit(node.body):
+        if node.orelse is None and self.sense(node.test) > 0 and ends_in_exit(node.body):
             block = self._blocks[-1]
             if not block[3]:
                 block[3] = True
@@ -252,7 +213,7 @@ class NeverTraced:
                 return True
             frames = getattr(self, "frames", None)  # the loops of this function (Regions)
             loop = frames[-1][-1].node if frames and frames[-1] else None
-            return isinstance(loop, (cst.For, cst.While)) and test.value not in _assigned_in(loop)
+            return isinstance(loop, (cst.For, cst.While)) and test.value not in bindings([loop])
         root = test
         while isinstance(root, cst.Attribute):
             root = root.value
@@ -311,82 +272,6 @@ class NeverTraced:
         """Names an XLA branch of the enclosing block set to None (and not rebound since)."""
         block = self._blocks[-1]
         return {name for name, where in self._none_on_xla.items() if where is block}
-
-
-def _ends_in_exit(body: cst.BaseSuite, raise_only: bool = False) -> bool:
-    statements = block_statements(body)
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, cst.SimpleStatementLine):
-        last = last.body[-1]
-    return isinstance(last, cst.Raise if raise_only else (cst.Return, cst.Raise))
-
-
-def cache_fill(node: cst.If) -> bool:
-    """``if L not in self.ops: ... self.ops[L] = build(L)``: set-up run on a cache miss, once
-    per key (a new sequence length), not every step."""
-    test = node.test
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.NotIn)):
-        return False
-    key, cache = _plain(test.left), _plain(test.comparisons[0].comparator)
-    if key is None or cache is None or node.orelse is not None:
-        return False
-    for statement in block_statements(node.body):
-        if isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and any(
-                        isinstance(t.target, cst.Subscript) and _plain(t.target.value) == cache
-                        and len(t.target.slice) == 1 and isinstance(t.target.slice[0].slice, cst.Index)
-                        and _plain(t.target.slice[0].slice.value) == key for t in small.targets):
-                    return True
-    return False
-
-
-def memo_fill(node: cst.If) -> bool:
-    """``if self.inv_freq is None: ... self.inv_freq = build()``: the branch fills the
-    attribute it tests, so it runs at the first call (and after each reset), not every step."""
-    test = node.test
-    if node.orelse is not None or not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-                                       and isinstance(test.comparisons[0].operator, cst.Is)
-                                       and isinstance(test.comparisons[0].comparator, cst.Name)
-                                       and test.comparisons[0].comparator.value == "None"):
-        return False
-    attr = _plain(test.left)
-    if attr is None or not attr.startswith("self.") or attr.count(".") != 1:
-        return False
-    return any(isinstance(small, cst.Assign) and any(_plain(t.target) == attr for t in small.targets)
-               for statement in block_statements(node.body) if isinstance(statement, cst.SimpleStatementLine)
-               for small in statement.body)
-
-
-def undoes_state(node: cst.If) -> bool:
-    """``if self.merged: self.unmerge()``: the branch calls the method that undoes the state
-    its flag reports, so it runs on the first call after the state was entered, not every
-    step (PEFT's adapter layers, when adapters are disabled after a merge)."""
-    test, body = node.test, block_statements(node.body)
-    if node.orelse is not None or len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) \
-            or len(body[0].body) != 1 or not isinstance(body[0].body[0], cst.Expr):
-        return False
-    call = body[0].body[0].value
-    flag, method = _plain(test), _plain(call.func) if isinstance(call, cst.Call) else None
-    if flag is None or method is None or not flag.startswith("self.") or not method.startswith("self."):
-        return False
-    flag, method = flag[len("self."):], method[len("self."):]
-    return "." not in flag and "." not in method and method.startswith("un") and len(method) > 4 \
-        and flag.lstrip("_").startswith(method[2:].lstrip("_"))
-
-
-def _plain(expr: cst.BaseExpression) -> str | None:
-    """A name or attribute chain as text (``SparseSelfAttention.ops``), else None."""
-    parts = []
-    while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
-        expr = expr.value
-    if not isinstance(expr, cst.Name):
-        return None
-    return ".".join([expr.value, *reversed(parts)])
 
 
 def _chain(expr: cst.BaseExpression) -> str | None:

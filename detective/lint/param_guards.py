@@ -10,10 +10,11 @@ from collections import defaultdict
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.guard_syntax import (exits, is_config, is_none, names_in, self_attrs, sense_if_unset,
-                                         tests_truth, value_kind)
+from detective.lint.guard_syntax import (is_config, is_none, names_in, self_attrs, sense_if_unset, tests_truth,
+                                         value_kind)
 from detective.lint.signatures import signature_of
-from detective.lint.xla_branches import bindings, bound_names
+from detective.lint.syntax import bound_names, ends_in_exit
+from detective.lint.xla_branches import bindings
 from detective.lint.xla_params import DEVICE_TENSOR, FALSY, FORWARDED, KEY, LITERAL, NONE, OTHER, XLA_NONE
 
 
@@ -205,7 +206,7 @@ class ParamGuards:
         if not isinstance(statements, (list, tuple)):
             return
         for index, statement in enumerate(statements):
-            if not (isinstance(statement, cst.If) and statement.orelse is None and exits(statement.body)):
+            if not (isinstance(statement, cst.If) and statement.orelse is None and ends_in_exit(statement.body)):
                 continue
             for attr in self_attrs(statement.test):
                 if sense_if_unset(statement.test, attr) > 0:  # if not self.ready: return

@@ -24,10 +24,11 @@ from detective.lint import tensors as T
 from detective.lint.model import COMPILED, CallRef, Scope
 from detective.lint.api_names import COMPILE_CALLS, SYNCING_LOADERS
 from detective.lint.api_names import STEP_CONTEXTS, STEP_TRACES, SYNC_CALLS
-from detective.lint.semantic import dotted_name
 from detective.lint.guard_syntax import message_lambda
-from detective.lint.never_traced import NeverTraced, block_statements
-from detective.lint.xla_branches import bound_names, dotted_tail
+from detective.lint.hook_handles import handles_removed_anywhere, removed_handle
+from detective.lint.never_traced import NeverTraced
+from detective.lint.syntax import block_statements, bound_names, plain_dotted_name
+from detective.lint.xla_branches import dotted_tail
 
 HOOK_METHODS = frozenset({
     "register_forward_hook", "register_forward_pre_hook", "register_module_forward_hook",
@@ -152,10 +153,10 @@ class Regions(NeverTraced):
     def visit_FunctionDef(self, node) -> None:
         self.frames.append([])
         self._loop_counts.append(0)
-        removed = {name for statement in block_statements(node.body) if (name := _removed_handle(statement))}
+        removed = {name for statement in block_statements(node.body) if (name := removed_handle(statement))}
         if removed:
             self._removes.setdefault(node.name.value, set()).update(removed)
-        self._fn_removes.append(_handles_removed_anywhere(node.body))
+        self._fn_removes.append(handles_removed_anywhere(node.body))
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         self.decorator_depth += 1  # calls here run once, where the def is (see Project.graph)
@@ -177,7 +178,7 @@ class Regions(NeverTraced):
         if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
             value = value.elt  # handles = [m.register_forward_hook(fn) for m in mods]
         if isinstance(value, cst.Call) and len(node.targets) == 1:
-            handle = _plain_name(node.targets[0].target)
+            handle = plain_dotted_name(node.targets[0].target)
             if handle:
                 self._handles[id(value)] = handle  # h = m.register_forward_pre_hook(fn)
         super().visit_Assign(node)  # names bound from XLA tests
@@ -244,7 +245,7 @@ class Regions(NeverTraced):
         regions = self.frames[-1]
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "append" and len(node.args) == 1 \
-                and isinstance(node.args[0].value, cst.Call) and (handles := _plain_name(func.value)):
+                and isinstance(node.args[0].value, cst.Call) and (handles := plain_dotted_name(func.value)):
             self._handles[id(node.args[0].value)] = handles  # handles.append(m.register_forward_hook(fn))
         if isinstance(func, cst.Attribute) and func.attr.value in ERROR_LOGS \
                 and "log" in dotted_tail(func.value).lower():
@@ -354,57 +355,3 @@ class Regions(NeverTraced):
             self.items.extend(rest)
         return region
 
-
-def _plain_name(node: cst.BaseExpression) -> str:
-    """``h`` or ``self.first_check``; "" for anything else (subscripts, calls)."""
-    name = dotted_name(node)
-    return name if name and "" not in name.split(".") else ""
-
-
-def _handles_removed_anywhere(body: cst.BaseSuite) -> set[str]:
-    """Handles a function body removes in any of its blocks (``h.remove()``, or ``for h in
-    handles: h.remove()`` removing ``handles``), nested functions left out. Statements only:
-    no expression is visited."""
-    removed: set[str] = set()
-    stack = list(block_statements(body))
-    while stack:
-        statement = stack.pop()
-        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        name = _removed_handle(statement)
-        if name:
-            removed.add(name)
-        if isinstance(statement, cst.For) and isinstance(statement.target, cst.Name) \
-                and statement.target.value in {_removed_handle(s) for s in block_statements(statement.body)}:
-            if name := _plain_name(statement.iter):
-                removed.add(name)
-        for suite in _suites(statement):
-            stack.extend(block_statements(suite))
-    return removed
-
-
-def _suites(statement: cst.CSTNode) -> list[cst.BaseSuite]:
-    """The blocks directly inside a compound statement."""
-    suites = [getattr(statement, "body", None)] if isinstance(statement, cst.BaseCompoundStatement) else []
-    orelse = getattr(statement, "orelse", None)
-    while orelse is not None:  # elif chains, for/while/try else
-        suites.append(orelse.body)
-        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
-    for handler in getattr(statement, "handlers", ()):
-        suites.append(handler.body)
-    final = getattr(statement, "finalbody", None)
-    if final is not None:
-        suites.append(final.body)
-    return [s for s in suites if isinstance(s, cst.BaseSuite)]
-
-
-def _removed_handle(statement: cst.CSTNode) -> str:
-    """``X`` of a statement ``X.remove()`` (a hook handle removed), else ""."""
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return ""
-    for small in statement.body:
-        call = small.value if isinstance(small, cst.Expr) else None
-        if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute) \
-                and call.func.attr.value == "remove":
-            return _plain_name(call.func.value)
-    return ""

@@ -24,6 +24,7 @@ from detective.lint.inference import TensorInference
 from detective.lint.model import ClassInfo, Scope
 from detective.lint.parameters import python_valued_names
 from detective.lint.project_facts import COMPILE_FACT
+from detective.lint.syntax import dotted_name
 
 
 @dataclass
@@ -348,13 +349,3 @@ class SemanticModel(Bindings):
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         frame = self.class_stack.pop()
         frame.info.tensor_attrs = sorted(frame.tensor_attrs)
-
-    # ------------------------------------------------------------------ bindings
-
-
-def dotted_name(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return f"{dotted_name(node.value)}.{node.attr.value}"
-    return ""

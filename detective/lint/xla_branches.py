@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.syntax import bound_names
 from detective.lint.walker import walk
 
 # Branch tests with a known value under torch_xla: +1 true on XLA, -1 false on XLA.
@@ -158,14 +159,6 @@ def _device_literal(node: cst.BaseExpression) -> str | None:
         return None
     head = text.split(":", 1)[0]
     return head if head in {"xla", "cpu", "cuda", "mps"} else None
-
-
-def bound_names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in bound_names(element.value)]
-    return []
 
 
 def bindings(nodes) -> dict[str, list[cst.BaseExpression | None]]:

@@ -1204,6 +1204,10 @@ _MAE = """
 
 def test_code_after_an_early_return_on_a_parameter_no_call_passes_is_info():
     assert lint({"mae.py": _MAE}) == [("mae.py", 7, "RC005", "info")]
+    # the guard on one line (`if mask is None: return ...`) is the same early return
+    one_line = _MAE.replace("if mask is None:\n            return", "if mask is None: return")
+    assert one_line != _MAE
+    assert lint({"mae.py": one_line}) == [("mae.py", 6, "RC005", "info")]
 
 
 def test_a_mask_passed_anywhere_keeps_the_dead_branch_a_warning():
