@@ -69,9 +69,9 @@ from __future__ import annotations
 
 from detective.lint.compiled_parts import (block_compiled_classes, method_compiled_classes, override_compiled_classes,
                                           part_compiled_classes)
+from detective.lint.eager_in_tests import EagerInTests
+from detective.lint.model import NEEDS, only_through
 from detective.lint.observers import observer_classes
-from detective.lint.discovery import is_test_path
-from detective.lint.model import COMPILES, NEEDS, only_through
 from detective.lint.program_args import ProgramGuards
 from detective.lint.programs import Programs
 from detective.lint.project_facts import COMPILE_FACT
@@ -241,13 +241,13 @@ class EagerRoots:
             self.programs = programs if programs.active else None
         eager: dict[Node, tuple[tuple[str, ...], str]] = {}  # class -> (built by, base reason)
         self.reasons: dict[Node, str] = {}
-        self._test_verdicts: dict[str, tuple[bool, bool]] = {}
+        in_tests = EagerInTests(project, graph)
         class_roots = set(project.class_roots.values())
-        for cls in self._test_only(class_roots, named_in, graph):
+        for cls in in_tests.test_only(class_roots, named_in):
             eager[cls] = (), f"in {cls[0]}, a test that neither compiles nor uses torch_xla"
             self.reasons[cls] = (f"{cls[1]} is defined and used only in {cls[0]}, a test that neither "
                                  "compiles nor uses torch_xla: it runs eagerly")
-        for cls in self._test_models(class_roots - set(eager) - unknown, named_in, on_device, subclassed, graph):
+        for cls in in_tests.cpu_models(class_roots - set(eager) - unknown, named_in, on_device, subclassed):
             eager[cls] = (), f"in {cls[0]}, a test"
             self.reasons[cls] = (f"{cls[1]} is a model defined in {cls[0]} and used only by tests, which never "
                                  "put it on a device nor compile, and no step loop reaches its forward: "
@@ -282,37 +282,6 @@ class EagerRoots:
                         + ", ".join(sorted(sub[1] for sub in subclasses)) if subclasses else "")
                     changed = True
         return self.reasons
-
-    def _test_only(self, classes: set[Node], named_in: dict[Node, set[str]], graph) -> list[Node]:
-        """Modules and Functions defined in a test file, built or named nowhere else, where
-        neither that file nor anything it calls uses torch_xla or torch.compile: the test
-        runs them eagerly (a test of compiled or XLA behaviour has one of those in reach)."""
-        return [cls for cls in sorted(classes) if is_test_path(cls[0]) and named_in.get(cls, {cls[0]}) == {cls[0]}
-                and self._test_reach(cls[0], graph) == (False, False)]
-
-    def _test_models(self, classes: set[Node], named_in: dict[Node, set[str]], on_device: set[Node],
-                     subclassed: dict[Node, list[Node]], graph) -> list[Node]:
-        """Modules defined in a test file and built (never named as a value) only in test files,
-        never put on a device the code names by a value (``M().to(device)``, ``M(device=d)``,
-        ``m = M()`` then ``m.to(d)``), nor any of their subclasses, in tests that compile
-        nothing: whatever else the tests run on torch_xla, such a model stays on the CPU."""
-        return [cls for cls in sorted(classes) if is_test_path(cls[0]) and self.project.class_kind(cls) != "function"
-                and all(map(is_test_path, named_in.get(cls, {cls[0]})))
-                and cls not in on_device and not any(sub in on_device for sub in subclassed.get(cls, ()))
-                and not self._test_reach(cls[0], graph)[1]]
-
-    def _test_reach(self, path: str, graph) -> tuple[bool, bool]:
-        """(uses torch_xla, compiles): in test file ``path`` or any scope it reaches through calls
-        (what the test runs, by scope: a library's unused compile() is no reach)."""
-        verdicts = self._test_verdicts
-        if path not in verdicts:
-            files = self.project.files
-            mine = [(path, q) for q in files[path].scopes]
-            reached = [(p, q) for p, q in set(mine) | graph.descendants(mine) if p in files and q in files[p].scopes]
-            verdicts[path] = (files[path].imports_xla or any(files[p].imports_xla for p, _ in reached),
-                              COMPILE_FACT in files[path].facts
-                              or any(COMPILES in files[p].scopes[q].tags for p, q in reached))
-        return verdicts[path]
 
     def _eager_entrance(self, node: Node, moved: bool, eager: dict) -> tuple[tuple[str, ...], str] | None:
         """Why an entrance is eager, as (classes it is built by, innermost first; the base reason)."""
