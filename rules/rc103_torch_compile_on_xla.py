@@ -37,6 +37,9 @@ class TorchCompileOnXla(Rule):
     registered with `torch._dynamo.register_backend` (tt-xla's `"tt"`) is that vendor's own
     compiler for its XLA device.
 
+    Not flagged either: a call on the side of a test of the project's own CUDA switch that
+    runs only with CUDA (`if USE_CUDA:`, `if args.cuda:`, `if torch.cuda.is_available():`).
+
     ## Why is this bad?
     torch_xla already traces and compiles lazily; Dynamo on top adds guards, graph
     breaks and a second compiler. The seed lists `torch.compile()` on the model on TPU
@@ -96,6 +99,21 @@ def prepare(model, plugin):
     return torch.compile(model, **plugin.to_kwargs())   # the backend comes from the user's config
 """
         ),
+        Valid(
+            """
+import os
+import torch
+
+USE_CUDA = os.environ.get("USE_CUDA", False)
+if not USE_CUDA:
+    import torch_xla
+
+def prepare(model):
+    if USE_CUDA:
+        return torch.compile(model, fullgraph=True)   # the CUDA side: inductor is its compiler
+    return torch.compile(model, backend="openxla")
+"""
+        ),
     ]
     INVALID = [
         Invalid(
@@ -143,8 +161,8 @@ def step(x):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.context.resolve(node.func) not in TORCH_COMPILE:
-            return
+        if self.context.resolve(node.func) not in TORCH_COMPILE or self.context.regions.cuda_depth:
+            return  # not torch.compile, or on a side that runs only with CUDA: no XLA device there
         backend = P.keyword(node, "backend")
         if backend is None and any(a.star == "**" for a in node.args):
             return  # torch.compile(model, **plugin.to_kwargs()): the backend is chosen at run time

@@ -97,9 +97,10 @@ class Context:
         if guarded_by:  # the evidence was made under these guards (a value set in `if P:`)
             guarded = tuple(dict.fromkeys((*guarded, *guarded_by)))
         rests_on = self.model.infer.rests_on.pop(id(node), ()) if self.model.infer.rests_on else ()
-        if self.regions.cuda_depth:
+        cuda_why = self.regions.cuda_why[-1] if self.regions.cuda_depth else self.regions.cuda.get(id(node))
+        if cuda_why:  # inside a CUDA-only side, or a test that reads tensors only with CUDA
             severity = "info"
-            message += f" ({self.regions.cuda_why[-1]}: not on an XLA host, but real on a GPU)"
+            message += f" ({cuda_why}: not on an XLA host, but real on a GPU)"
         self.regions.report((code, message, node, extras, subject, assumes, severity, (guarded, rests_on), project),
                             scope, at_index)
 

@@ -26,8 +26,8 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.once_branches import runs_once
 from detective.lint.syntax import bound_names, ends_in_exit
-from detective.lint.xla_branches import FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, cuda_sense, \
-    device_generator, lazy_init_test, set_to_none, xla_sense
+from detective.lint.xla_branches import CUDA_BRANCH, CUDA_TEST, FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, \
+    cuda_flag_sense, cuda_sense, device_generator, lazy_init_test, set_to_none, xla_sense
 
 
 _SETTING_ROOTS = frozenset({"self", "args", "cfg", "config", "flags", "opt", "opts", "hparams"})
@@ -128,15 +128,22 @@ class NeverTraced:
                 self.cuda[id(side)] = GENERATOR_BLOCK
 
     def _mark_cuda(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
-        """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it)."""
-        sense = cuda_sense(test, self.model.resolve)
+        """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it);
+        the side of a test of the project's CUDA switch that runs only with CUDA."""
+        why, sense = FLASH_BRANCH, cuda_sense(test, self.model.resolve)
+        if not sense:
+            why, sense = CUDA_BRANCH, cuda_flag_sense(test, self.model.resolve)
         if sense > 0:
-            self.cuda[id(body)] = FLASH_BRANCH
+            self.cuda[id(body)] = why
         elif sense < 0 and orelse is not None:
-            self.cuda[id(orelse)] = FLASH_BRANCH
-        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) \
-                and cuda_sense(test.left, self.model.resolve) > 0:
-            self.cuda[id(test.right)] = FLASH_BRANCH  # is_flash_attn_2_available() and mask.any()
+            self.cuda[id(orelse)] = why
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            if cuda_sense(test.left, self.model.resolve) > 0:
+                self.cuda[id(test.right)] = FLASH_BRANCH  # is_flash_attn_2_available() and mask.any()
+            elif cuda_flag_sense(test.left, self.model.resolve) > 0:
+                # use_cuda and mask.any(): the right side, and the test as a whole (read for
+                # truth), read tensors only with CUDA; the left side is the switch itself
+                self.cuda[id(test.right)], self.cuda[id(test)] = CUDA_BRANCH, CUDA_TEST
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``m["k"]`` evaluated whenever this block runs on XLA: the key is there for the rest

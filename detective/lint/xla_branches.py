@@ -56,6 +56,30 @@ def cuda_sense(test: cst.BaseExpression, resolve) -> int:
 
 
 FLASH_BRANCH = "in a flash-attention branch, which needs the CUDA flash_attn package"
+CUDA_BRANCH = "in a branch taken only where CUDA is in use"
+CUDA_TEST = "in a test that reads tensors only where CUDA is in use"
+# A repository's own CUDA switch (``USE_CUDA = os.environ.get("USE_CUDA")``, ``args.cuda``,
+# ``self.use_cuda``), compared lower-cased without leading underscores: false on an XLA host.
+CUDA_FLAGS = frozenset({"cuda", "use_cuda", "on_cuda", "with_cuda", "using_cuda"})
+CUDA_AVAILABLE = frozenset({"torch.cuda.is_available"})
+
+
+def cuda_flag_sense(test: cst.BaseExpression, resolve) -> int:
+    """+1 when ``test`` is true only where CUDA is in use (``if USE_CUDA:``, ``if args.cuda:``,
+    ``if torch.cuda.is_available():``), -1 when it is false only there, 0 otherwise. A tensor's
+    own ``x.is_cuda`` is :func:`xla_sense`'s: never true for an XLA tensor."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -cuda_flag_sense(test.expression, resolve)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = cuda_flag_sense(test.left, resolve), cuda_flag_sense(test.right, resolve)
+        if isinstance(test.operator, cst.And):
+            return 1 if 1 in (left, right) else 0
+        return -1 if -1 in (left, right) else 0
+    if isinstance(test, cst.Call) and isinstance(test.func, (cst.Name, cst.Attribute)) and not test.args:
+        return 1 if resolve(test.func) in CUDA_AVAILABLE else 0
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return 1 if dotted_tail(test).lower().lstrip("_") in CUDA_FLAGS else 0
+    return 0
 GENERATOR_BLOCK = ("in a block that builds a torch.Generator on a tensor's device, which torch_xla "
                    "does not support (\"XLA device type not an accelerator\")")
 

@@ -899,6 +899,46 @@ def test_a_flash_attention_branch_is_info_and_the_rest_of_the_function_unchanged
     assert all(severity == "info" for _, line, _, severity in found if line in (8, 9, 14))
 
 
+def test_the_side_of_a_project_cuda_switch_is_info_and_no_xla_compile():
+    # pytorch-tpu/llama's generation.py: USE_CUDA picks inductor, otherwise the XLA device
+    found = lint({
+        "gen.py": """
+            import os
+            import torch
+
+            USE_CUDA = os.environ.get("USE_CUDA", False)
+            if not USE_CUDA:
+                import torch_xla.core.xla_model as xm
+
+            class Generator(torch.nn.Module):
+                def __init__(self, model, use_cuda):
+                    super().__init__()
+                    self.use_cuda = use_cuda
+                    if USE_CUDA:
+                        self.model = torch.compile(model, fullgraph=True)      # CUDA: inductor is right
+                    else:
+                        self.model = torch.compile(model)                      # RC103: the XLA side
+
+                def forward(self, x, mask):
+                    if self.use_cuda and mask.any():                          # info: evaluated with CUDA only
+                        x = x * 2
+                    if not torch.cuda.is_available():
+                        x = x + 1
+                    else:
+                        n = mask.sum().item()                                 # info: the CUDA side
+                    return x[mask.sum().item():]                              # warning: every device
+
+            def build(model):
+                device = "cuda" if USE_CUDA else xm.xla_device()
+                return Generator(model.to(device), USE_CUDA)
+        """,
+    })
+    assert [f for f in found if f[2] == "RC103"] == [("gen.py", 16, "RC103", "warning")]
+    assert ("gen.py", 19, "RC002", "info") in found
+    assert ("gen.py", 24, "RC001", "info") in found
+    assert ("gen.py", 25, "RC001", "warning") in found
+
+
 def test_items_of_a_zip_over_a_host_copy_and_their_tensor_methods_are_host_copies():
     found = lint({
         "decode.py": """
