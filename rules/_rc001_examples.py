@@ -143,7 +143,32 @@ def train(model, optimizer, train_loader, steps):
 """
 
 
+SPMD_GMM = """
+import torch
+import torch_xla.distributed.spmd as xs
+
+class Gmm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        mesh = xs.get_global_mesh()
+        device_ids = mesh.get_logical_mesh()              # torch_xla's Mesh: a NumPy array
+        device_ids = device_ids.reshape(-1, device_ids.shape[-1])
+        ctx.device_ids = device_ids
+        return reduce_scatter(x, device_ids.shape[-1], device_ids.tolist())
+
+    @staticmethod
+    def backward(ctx, grad):
+        device_ids = ctx.device_ids.T
+        return reduce_scatter(grad, device_ids.shape[-1], device_ids.tolist())
+
+class Experts(torch.nn.Module):
+    def forward(self, x):
+        return Gmm.apply(x)
+"""
+
 VALID = [
+    # torchprime's Mixtral GMM: replica groups from the SPMD mesh, saved on ctx for backward.
+    Valid(SPMD_GMM),
     # SAM2's training model draws frames with a NumPy generator kept on self: no tensor.
     Valid("""
 import numpy as np
@@ -399,6 +424,9 @@ class TiledEmbedding(torch.nn.Module):
 """
 
 INVALID = [
+    # The same ctx attribute holding a tensor (split sizes counted on the device): a host read.
+    Invalid(SPMD_GMM.replace("ctx.device_ids = device_ids", "ctx.device_ids = torch.bincount(x.flatten())"),
+            line=17),
     # A quantization observer's forward runs in calibration; convert removes it before the model
     # is compiled (torchao's SmoothQuant). Info in a project that does not target torch_xla.
     Invalid("""

@@ -83,7 +83,7 @@ class Bindings(CallSiteParams):
                 # Attributes outlive the walk's program point: only definite tensors count
                 # (not a forward argument taken for a tensor by its name or None default).
                 guessed = isinstance(value, cst.Name) and value.value in self.function.guessed_names
-                self._bind_attribute(target, value, tensor and not trusted and not guessed)
+                self._bind_attribute(target, value, tensor and not trusted and not guessed, numpy)
                 continue
             if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
                 self.function.container_names.add(target.value.value)  # d["k"] = tensor
@@ -189,8 +189,13 @@ class Bindings(CallSiteParams):
             return False
         return name in MODEL_NAMES or name.endswith("_model")
 
-    def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool) -> None:
+    def _bind_attribute(self, target: cst.Attribute, value: cst.BaseExpression, tensor: bool,
+                        numpy: bool = False) -> None:
         cls = self.cls
+        if cls is not None and isinstance(target.value, cst.Name) and target.value.value == "ctx":
+            attr = target.attr.value
+            cls.ctx_numpy[attr] = numpy and cls.ctx_numpy.get(attr, True)
+            return
         if cls is None or not (isinstance(target.value, cst.Name) and target.value.value == "self"):
             return
         attr = target.attr.value

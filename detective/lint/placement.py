@@ -19,6 +19,9 @@ CPU_FACTORIES = frozenset({
 })
 # Methods whose result may live elsewhere than the receiver (x.to(device), x.cuda(), x.type_as(y)).
 MOVING_METHODS = frozenset({"to", "cuda", "type_as", "xla", "type", "copy_", "set_"})
+# Methods of torch_xla objects that return NumPy arrays: Mesh.get_logical_mesh() (torch_xla 2.9,
+# distributed/spmd/xla_sharding.py: ``self.device_ids.reshape(self.mesh_shape)``, an ndarray).
+NUMPY_METHODS = frozenset({"get_logical_mesh"})
 
 
 class Placement:
@@ -36,12 +39,14 @@ class Placement:
         while True:
             if isinstance(node, cst.Call):
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value in {"cpu", "numpy"}:
+                if isinstance(func, cst.Attribute) and func.attr.value in {"cpu", "numpy", *NUMPY_METHODS}:
                     return True
                 if isinstance(func, cst.Attribute) and func.attr.value == "to" and any(
                         T.is_cpu_device(a.value, self.model.resolve) for a in node.args):
                     return True  # x.to("cpu"), x.to(torch.device("cpu"), non_blocking=True)
                 node = func.value if isinstance(func, cst.Attribute) else None
+            elif self._numpy_ctx_attr(node):
+                return True
             elif isinstance(node, (cst.Attribute, cst.Subscript)):
                 node = node.value
             elif isinstance(node, cst.Name):
@@ -65,11 +70,13 @@ class Placement:
         while True:
             if isinstance(node, cst.Call):
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value == "numpy":
+                if isinstance(func, cst.Attribute) and func.attr.value in {"numpy", *NUMPY_METHODS}:
                     return True
                 if (self.model.resolve(func) or "").startswith("numpy."):
                     return True
                 node = func.value if isinstance(func, cst.Attribute) else None
+            elif self._numpy_ctx_attr(node):
+                return True
             elif isinstance(node, (cst.Attribute, cst.Subscript)):
                 node = node.value
             elif isinstance(node, cst.Name):
@@ -78,6 +85,14 @@ class Placement:
                 return False
             if node is None:
                 return False
+
+    def _numpy_ctx_attr(self, node: cst.BaseExpression) -> bool:
+        """``ctx.device_ids`` in an autograd Function whose every assignment of it so far
+        (forward, before backward in the file) was a NumPy host value."""
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "ctx"):
+            return False
+        cls = self.model.cls
+        return cls is not None and cls.ctx_numpy.get(node.attr.value, False)
 
     def made_on_cpu(self, node: cst.BaseExpression) -> bool:
         """Is this a tensor made on the CPU in this function (``torch.zeros(n)``,

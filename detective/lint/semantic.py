@@ -62,6 +62,9 @@ class ClassFrame:
     tensor_attrs: set[str] = field(default_factory=set)  # buffers, parameters, tensors
     number_attrs: set[str] = field(default_factory=set)  # initialised to Python numbers
     plain_attrs: set[str] = field(default_factory=set)  # fields annotated int/float/bool/str
+    # An autograd Function's ctx.<attr> -> every assignment so far a NumPy host value
+    # (ctx.device_ids = mesh.get_logical_mesh() in forward, read in backward)
+    ctx_numpy: dict[str, bool] = field(default_factory=dict)
     node: cst.ClassDef | None = None
     _python_valued: frozenset[str] | None = None
 
