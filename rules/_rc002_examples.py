@@ -250,6 +250,32 @@ class ScaledSoftmax(torch.autograd.Function):
         return x * scale if scaled else x
 """,
     ),
+    # timm's Lamb/RAdam: a tensor step counter stored in the group, a Python one in the state;
+    # the other keys keep what they were given.
+    Valid(
+        """
+import torch
+
+class RAdam(torch.optim.Optimizer):
+    @torch.compile
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            if "step" not in group:
+                group["step"] = torch.tensor(0.0)
+            group["step"].add_(1)
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                state["step"] += 1
+                if state["step"] == 1:          # a Python int stored under "step"
+                    state["exp_avg"].copy_(p)
+                if group["caution"]:            # a hyperparameter, whatever "step" holds
+                    p.mul_(0.5)
+"""
+    ),
     Valid(
         """
 import torch
@@ -426,6 +452,24 @@ class Clip(torch.optim.Optimizer):
                     param.mul_(0.5)
 """,
         line=9,
+    ),
+    Invalid(
+        """
+import torch
+
+class NovoGrad(torch.optim.Optimizer):
+    @torch.compile
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg_sq"] = torch.zeros([])
+                if state["exp_avg_sq"] == 0:   # the key holds a tensor
+                    state["exp_avg_sq"].copy_(p.grad.norm())
+""",
+        line=13,
     ),
     Invalid(
         """

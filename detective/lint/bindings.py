@@ -38,6 +38,7 @@ class Bindings(CallSiteParams):
         frame.locals.add(name)
         frame.guessed_names.discard(name)  # rebound: no longer the argument as passed
         frame.annotations.pop(name, None)
+        frame.key_kinds.pop(name, None)
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
                             (host, frame.host_names), (data, frame.data_names),
                             (compare, frame.compare_names), (container, frame.container_names),
@@ -85,8 +86,18 @@ class Bindings(CallSiteParams):
                 guessed = isinstance(value, cst.Name) and value.value in self.function.guessed_names
                 self._bind_attribute(target, value, tensor and not trusted and not guessed, numpy)
                 continue
-            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and tensor:
-                self.function.container_names.add(target.value.value)  # d["k"] = tensor
+            if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and (tensor or python):
+                name, function = target.value.value, self.function
+                key = T.literal_string(target.slice[0].slice.value) \
+                    if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) else None
+                if key is not None:
+                    # state["step"] = 0 beside state["exp_avg"] = torch.zeros_like(p): each
+                    # key holds what it was given (a tensor once, a tensor for good)
+                    kinds = function.key_kinds.setdefault(name, {})
+                    kinds[key] = tensor or kinds.get(key, False)
+                if tensor and name not in function.param_group_names:
+                    # d["k"] = tensor; an optimizer's param group keeps its Python hyperparameters
+                    function.container_names.add(name)
                 continue
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
                              container=container, data=self._is_data_element(value), numeric=numeric,

@@ -123,11 +123,15 @@ class TensorInference(Placement):
             value = node.value
             if self.is_tensor(value):
                 return True
+            key = T.literal_string(node.slice[0].slice.value) \
+                if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else None
+            kinds = model.function.key_kinds.get(value.value) if isinstance(value, cst.Name) else None
+            if kinds and key in kinds:
+                return kinds[key]  # what this function stored under the key
             if isinstance(value, cst.Name) and value.value in model.function.container_names:
                 return True  # out["loss"] of a model's output, or a dict filled with tensors
             if isinstance(value, cst.Name) and value.value in model.function.param_group_names:
-                return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                    and T.literal_string(node.slice[0].slice.value) == "params"
+                return key == "params"
             # batch["input_ids"], batch["net_input"]["mask"]: an element of a mapping that
             # came in as data (a string field compared with a string is no tensor: see
             # _comparison_on_tensor).

@@ -43,6 +43,7 @@ class FunctionFrame:
     numeric_names: set[str] = field(default_factory=set)  # masked_target = t - start: no mask, whatever its name
     container_names: set[str] = field(default_factory=set)  # model outputs, dicts of tensors
     param_group_names: set[str] = field(default_factory=set)  # for group in opt.param_groups
+    key_kinds: dict[str, dict[str, bool]] = field(default_factory=dict)  # d["k"] = tensor / Python value
     assumed_names: dict[str, tuple[str, ...]] = field(default_factory=dict)  # tensor if helper returns one
     locals: set[str] = field(default_factory=set)  # every name assigned here (loss_fn = nn.NLLLoss())
     cpu_names: set[str] = field(default_factory=set)  # tensors already copied to the host (x.cpu())
