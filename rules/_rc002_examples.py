@@ -250,6 +250,32 @@ class ScaledSoftmax(torch.autograd.Function):
         return x * scale if scaled else x
 """,
     ),
+    # timm's Adopt and Adafactor: helpers that take one param group by its conventional name.
+    Valid(
+        """
+import torch
+
+class Adopt(torch.optim.Optimizer):
+    def _init_group(self, group, params):
+        for p in group["params"]:
+            if group["differentiable"] and p.requires_grad:   # hyperparameters, not batch fields
+                raise RuntimeError("differentiable mode is not supported")
+            params.append(p)
+
+    @staticmethod
+    def _get_lr(param_group, step):
+        return param_group["lr"] if param_group["relative_step"] else 1e-2
+
+    @torch.compile
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            params = []
+            self._init_group(group, params)
+            for p in params:
+                p.mul_(1 - self._get_lr(group, 1))
+"""
+    ),
     # timm's Lamb/RAdam: a tensor step counter stored in the group, a Python one in the state;
     # the other keys keep what they were given.
     Valid(

@@ -56,6 +56,11 @@ class FunctionFrame:
     params: frozenset = frozenset()  # the parameters' names
 
 
+# Parameters named for one of an optimizer's param groups (timm's Adopt._init_group(self,
+# group, ...), Adafactor._get_lr(param_group, param_state)): Python hyperparameters and "params".
+PARAM_GROUP_PARAMS = frozenset({"group", "param_group"})
+
+
 @dataclass
 class ClassFrame:
     info: ClassInfo
@@ -314,6 +319,11 @@ class SemanticModel(Bindings):
                 continue
             if param.annotation is None and is_forward and pname in self.class_stack[-1].python_valued():
                 plain.add(pname)  # forward(self, x, layer_results=None) compared with "end" elsewhere
+                continue
+            if pname in PARAM_GROUP_PARAMS and param.annotation is None:
+                # an optimizer's helpers take one of its param groups: _init_group(self, group, ...)
+                frame.param_group_names.add(pname)
+                plain.add(pname)
                 continue
             frame.data_names.add(pname)
             if param.annotation is not None:
