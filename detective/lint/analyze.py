@@ -254,12 +254,13 @@ def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> st
 
 
 def _unknown_receiver(target: str, reason: str) -> str | None:
-    """``torch.compile(policy.predict_action_chunk)`` on a local of unknown class: ``*.name``,
-    a method of that name on whatever the project builds (lint/callgraph.py resolves it)."""
+    """``torch.compile(policy.predict_action_chunk)`` on a local of unknown class:
+    ``*.name:receiver``, a method of that name on whatever the project builds, the local's name
+    kept as a hint at its class (lint/callgraph.py resolves it)."""
     head, _, method = target.removeprefix("local:").partition(".")
     if reason != COMPILED or not target.startswith("local:") or not method or "." in method:
         return None
-    return f"{UNKNOWN_RECEIVER}{method}"
+    return f"{UNKNOWN_RECEIVER}{method}:{head}"
 
 
 def _resolve_assumption(model: SemanticModel, target: str, scope_qualname: str) -> str | None:

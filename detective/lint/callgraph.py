@@ -208,6 +208,19 @@ class Project(ClassHierarchy, CudaReach):
                             self._methods.setdefault(name, []).append((summary.path, f"{qualname}.{name}"))
         return self._methods.get(method, [])
 
+    def _named_like(self, method: Node, hint: str) -> bool:
+        """Does the receiver's name (``optimizer``, ``opt``, ``policy``) name the class of this
+        method or one of its bases, in the project or outside (``torch.optim.Optimizer``)?"""
+        key = hint.lower().replace("_", "")
+        if len(key) < 3:
+            return False
+        path, qualname = method
+        names = []
+        for cls in self.mro((path, qualname.rsplit(".", 1)[0])):
+            names.append(cls[1])
+            names.extend(self.files[cls[0]].classes[cls[1]].bases)
+        return any(key in name.rsplit(".", 1)[-1].lower() for name in names)
+
     # ------------------------------------------------------------------ graph
     def graph(self):
         """The call graph and traced roots with reasons."""
@@ -299,8 +312,10 @@ class Project(ClassHierarchy, CudaReach):
                 continue
             class_name = summary.scopes[scope_name].class_name if scope_name in summary.scopes else None
             if ref.target.startswith(UNKNOWN_RECEIVER):  # policy.act of a policy of any class
-                method = ref.target[len(UNKNOWN_RECEIVER):]
+                method, _, hint = ref.target[len(UNKNOWN_RECEIVER):].partition(":")
                 targets = [] if method in UNLINKED_METHODS else self.methods_named(method)
+                # optimizer.step: the optimizers' step, not a scheduler's, when the name says so
+                targets = [t for t in targets if self._named_like(t, hint)] or targets
             else:
                 targets = [t for t in [self.resolve(ref.target, summary, class_name)] if t is not None]
             for target in targets:

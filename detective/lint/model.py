@@ -180,7 +180,7 @@ class FileSummary:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     # Functions traced because they are passed by name: (scope, ref, why), e.g.
     # torch_xla.compile(step) -> COMPILED, m.register_forward_hook(fn). A method of a local
-    # of unknown class (torch.compile(policy.act)) is UNKNOWN_RECEIVER + its name.
+    # of unknown class (torch.compile(policy.act)) is UNKNOWN_RECEIVER + its name + ":policy".
     compile_targets: list[tuple[str, CallRef, str]] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     suppressions: dict[int, frozenset[str] | None] = field(default_factory=dict)  # None = all

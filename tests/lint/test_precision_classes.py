@@ -2055,6 +2055,48 @@ def test_a_method_compiled_on_a_local_of_unknown_class_is_compiled_in_every_clas
     ]
 
 
+OPTIMIZERS = {
+    "optim/nvnovograd.py": """
+        import torch
+
+        class NvNovoGrad(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        if p.grad.norm() == 0:
+                            continue
+                        p.add_(p.grad, alpha=-group["lr"])
+    """,
+    "scheduler/plateau.py": """
+        import torch
+
+        class PlateauScheduler:
+            def step(self, metric):
+                noise = torch.randn(1, device=self.device)
+                self.lr = float(noise) * metric
+    """,
+}
+OPTIM_TEST = """
+    import torch
+
+    def test_compiled_step(model, make_optimizer):
+        optimizer = make_optimizer(model)
+        compiled_step = torch.compile(optimizer.step, backend="eager")
+        compiled_step()
+"""
+
+
+def test_the_receivers_name_picks_the_classes_a_method_compiled_on_it_belongs_to():
+    # timm's tests compile optimizer.step: the optimizers' step, not the LR scheduler's.
+    found = lint({**OPTIMIZERS, "tests/test_optim.py": OPTIM_TEST})
+    assert ("optim/nvnovograd.py", 8, "RC002", "warning") in found
+    assert not [f for f in found if f[0] == "scheduler/plateau.py"]
+    # a name that says nothing of a class keeps every class that defines the method
+    anything = lint({**OPTIMIZERS, "tests/test_optim.py": OPTIM_TEST.replace("optimizer", "thing")})
+    assert ("optim/nvnovograd.py", 8, "RC002", "warning") in anything
+    assert ("scheduler/plateau.py", 7, "RC001", "warning") in anything
+
+
 # --- models whose base compiles a component (SAM2, session 17) --------------------------------
 
 SAM = {
