@@ -320,8 +320,9 @@ class SemanticModel(Bindings):
             if param.annotation is None and is_forward and pname in self.class_stack[-1].python_valued():
                 plain.add(pname)  # forward(self, x, layer_results=None) compared with "end" elsewhere
                 continue
-            if pname in PARAM_GROUP_PARAMS and param.annotation is None:
+            if pname in PARAM_GROUP_PARAMS and param.annotation is None and not is_forward:
                 # an optimizer's helpers take one of its param groups: _init_group(self, group, ...)
+                # (a module's forward(self, group) gets whatever its callers pass: data)
                 frame.param_group_names.add(pname)
                 plain.add(pname)
                 continue
