@@ -250,6 +250,26 @@ class ScaledSoftmax(torch.autograd.Function):
         return x * scale if scaled else x
 """,
     ),
+    # dinov2's mmseg-style losses and depth head: a parameter asserted to be one of a few strings,
+    # and per-image metadata (img_metas[0]["flip"]), hold Python values.
+    Valid(
+        """
+import torch
+
+class CrossEntropyLoss(torch.nn.Module):
+    def forward(self, cls_score, label, reduction_override=None):
+        assert reduction_override in (None, "none", "mean", "sum")
+        reduction = reduction_override if reduction_override else self.reduction
+        return torch.nn.functional.cross_entropy(cls_score, label, reduction=reduction)
+
+class DepthHead(torch.nn.Module):
+    def forward(self, img, img_metas):
+        out = self.decode(img)
+        if img_metas[0]["flip"]:
+            out = out.flip(dims=(3,))
+        return out
+"""
+    ),
     # timm's Adopt and Adafactor: helpers that take one param group by its conventional name.
     Valid(
         """

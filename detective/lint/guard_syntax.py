@@ -47,6 +47,20 @@ def _config_name(name: str) -> bool:
     return name in CONFIG_NAMES or name.endswith(CONFIG_SUFFIXES)
 
 
+# Per-sample metadata in the mmcv convention (img_metas[0]["flip"], "ori_shape"): Python
+# values describing the batch, not its tensors.
+METADATA_NAMES = frozenset({"meta", "metas", "metadata", "img_meta", "img_metas", "image_meta", "image_metas"})
+METADATA_SUFFIXES = ("_meta", "_metas", "_metadata")
+
+
+def metadata_name(name: str) -> bool:
+    return name in METADATA_NAMES or name.endswith(METADATA_SUFFIXES)
+
+
+def is_metadata(node) -> bool:
+    return isinstance(node, cst.Name) and metadata_name(node.value)
+
+
 def _is_self_attr(node, attr: str) -> bool:
     return T.self_attr(node) == attr
 

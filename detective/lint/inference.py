@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.guard_syntax import is_config
+from detective.lint.guard_syntax import is_config, is_metadata
 from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
 from detective.lint.placement import Placement
 from detective.lint.walker import walk
@@ -141,8 +141,9 @@ class TensorInference(Placement):
             depth = 0
             while isinstance(value, cst.Subscript):
                 value, depth = value.value, depth + 1
-            if not (isinstance(value, cst.Name) and value.value in model.function.data_names) or is_config(value):
-                return False  # parallel_config["ep_degree"], cfg["lr"]: settings, not batch fields
+            if not (isinstance(value, cst.Name) and value.value in model.function.data_names) or is_config(value) \
+                    or is_metadata(value):
+                return False  # parallel_config["ep_degree"], cfg["lr"], img_metas[0]["flip"]: not batch fields
             # packed: Dict[str, List[Any]]: packed["flags"] is a list, as annotated.
             annotation = model.function.annotations.get(value.value)
             return annotation is None or not annotation_is_plain(element_annotation(annotation, depth + 1))

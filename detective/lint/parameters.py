@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint.guard_syntax import metadata_name
 from detective.lint.walker import SKIP_CHILDREN, dispatch_tables, walk
 
 NON_TENSOR_ANNOTATIONS = frozenset({
@@ -32,7 +33,8 @@ def param_is_tensor(param: cst.Param, *, is_forward: bool) -> bool:
     if not is_forward:
         return False
     name = param.name.value
-    if name in OPTION_NAMES or name.startswith(OPTION_PREFIXES) or name.endswith(OPTION_SUFFIXES):
+    if name in OPTION_NAMES or name.startswith(OPTION_PREFIXES) or name.endswith(OPTION_SUFFIXES) \
+            or metadata_name(name):
         return False
     default = param.default
     return default is None or (isinstance(default, cst.Name) and default.value == "None")
@@ -137,6 +139,9 @@ class PythonValueEvidence:
                 and all(isinstance(t.operator, (cst.Equal, cst.NotEqual)) for t in node.comparisons):
             for side in sides:
                 self._note(side)
+        elif len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)) \
+                and _string_choices(node.comparisons[0].comparator):
+            self._note(node.left)  # assert reduction_override in (None, "none", "mean", "sum")
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2 \
@@ -162,6 +167,16 @@ class PythonValueEvidence:
 # Node type name -> PythonValueEvidence methods (unbound): built once, used per class.
 _EVIDENCE_VISIT, _EVIDENCE_LEAVE = ({name: [fn.__func__ for fn in fns] for name, fns in table.items()}
                                     for table in dispatch_tables([PythonValueEvidence()]))
+
+
+def _string_choices(node: cst.BaseExpression) -> bool:
+    """A literal tuple, list or set of strings (and None): ``(None, "none", "mean", "sum")``."""
+    if not isinstance(node, (cst.Tuple, cst.List, cst.Set)) or not node.elements:
+        return False
+    values = [e.value for e in node.elements if isinstance(e, cst.Element)]
+    return len(values) == len(node.elements) \
+        and all(isinstance(v, cst.SimpleString) or (isinstance(v, cst.Name) and v.value == "None") for v in values) \
+        and any(isinstance(v, cst.SimpleString) for v in values)
 
 
 def python_valued_names(body: cst.CSTNode) -> frozenset[str]:
