@@ -64,6 +64,8 @@ class Project(ClassHierarchy, CudaReach):
         self._cuda: set[Node] = set()  # scopes that need CUDA, and what the roots reach without them
         self._cuda_free: set[Node] | None = None
         self._needs_cuda: set[Node] | None = None
+        self._needs_cuda_device: set[Node] | None = None
+        self._must_callers: dict[Node, list[Node]] | None = None
         # (summary, scope, guard) -> the guard never holds in the repository, so a call made
         # under it traces nothing (set by the engine; see detective.lint.arg_facts)
         self.guard_dead = None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA
+from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
 from detective.lint.syntax import block_statements
 from detective.lint.walker import syntax_children
 
@@ -80,7 +80,10 @@ class CudaScopes:
         self._picked: dict[tuple[str, str], str] = {}
         self.picked_calls: list[tuple[int, str, str]] = []
         self.direct_in: set[str] = set()  # scopes making such calls
+        self.device_direct: set[int] = set()  # of those, torch.cuda.* calls and .cuda() moves
+        self.device_direct_in: set[str] = set()
         self.local_calls: list[tuple[int, str, str]] = []  # (id(call), caller scope, callee qualname)
+        self._local_builds: dict[int, str] = {}  # id(call) -> a name of this file it calls
         self.functions: dict[str, cst.FunctionDef] = {}
         # self.<attr> built by such a package, per class; calls on self.<attr>, decided at
         # the end (the method that builds it may come after the one that calls it).
@@ -125,9 +128,13 @@ class CudaScopes:
             name = _extension_name(node)
             if name:
                 model.project_facts.append(EXTENSION_FACT + name)
-        if is_cuda_call(model.resolve(func), method):
+        dotted = model.resolve(func)
+        if is_cuda_call(dotted, method):
             self.direct.add(id(node))
             self.direct_in.add(model.scope.qualname)
+            if method == "cuda" or dotted in CUDA_CALLS:  # the device itself, not a kernel package
+                self.device_direct.add(id(node))
+                self.device_direct_in.add(model.scope.qualname)
             if method == "cuda":
                 self.moves.add(id(node))
             return
@@ -147,9 +154,15 @@ class CudaScopes:
             self.local_calls.append((id(node), scope.qualname, f"{scope.class_name}.{target[5:]}"))
         elif target and target.startswith("local:") and "." not in target:
             self.local_calls.append((id(node), scope.qualname, target[6:]))
+            self._local_builds[id(node)] = target[6:]  # a class of this file, if it is one
+            self._holding.update(self._open)
 
     def leave_Module(self, node: cst.Module) -> None:
         scopes = self.model.scopes
+        # Cls(...) of a class of this file runs Cls.__init__, which may need CUDA through another
+        # file (a component built there): the cross-file pass follows "#Cls" to it.
+        self.targets.update((call, f"#{name}") for call, name in self._local_builds.items()
+                            if name in self.model.classes)
         if self.targets:
             for qualname, function in self.functions.items():
                 must = _must_targets(block_statements(function.body), self.targets, self._holding, self._exiting)
@@ -162,24 +175,32 @@ class CudaScopes:
                 self.direct_in.add(caller)
         if not self.direct:
             return
+        for qualname in self._needing(self.direct, self.direct_in):
+            scopes[qualname].tags.append(NEEDS_CUDA)
+        for qualname in self._needing(self.device_direct, self.device_direct_in):
+            scopes[qualname].tags.append(NEEDS_CUDA_DEVICE)
+
+    def _needing(self, direct: set[int], direct_in: set[str]) -> set[str]:
+        """The functions that make one of the calls in ``direct`` on every way through them,
+        themselves or through functions of this file that do."""
         module_functions = [q for q in self.functions if "." not in q]
         picked = [(call, caller, [q for q in module_functions if q.startswith(prefix)])
                   for call, caller, prefix in self.picked_calls]
         needs: set[str] = set()
-        hits, moves, callers = set(self.direct), set(self.moves), set(self.direct_in)
+        hits, moves, callers = set(direct), set(self.moves), set(direct_in)
         while callers:  # a function that must call one that needs CUDA needs it too
             found = {q for q in callers - needs if q in self.functions
                      and _must_run(block_statements(self.functions[q].body), hits, moves)}
             needs |= found
-            calls = [(call, caller) for call, caller, callee in self.local_calls if callee in found]
+            calls = [(call, caller) for call, caller, callee in self.local_calls
+                     if callee in found or f"{callee}.__init__" in found]  # Cls(...) runs Cls.__init__
             calls += [(call, caller) for call, caller, candidates in picked
                       if candidates and set(candidates) <= needs and call not in hits]
             for call, _ in calls:
                 hits.add(call)
                 moves.add(call)  # a call is as avoidable as what its callee does
             callers = {caller for _, caller in calls} - needs
-        for qualname in needs:
-            scopes[qualname].tags.append(NEEDS_CUDA)
+        return needs
 
 
 def _contains(node: cst.CSTNode, ids: set[int]) -> bool:

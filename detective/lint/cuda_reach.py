@@ -8,7 +8,7 @@ a scope only when every traced path to the finding does.
 
 from __future__ import annotations
 
-from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA
+from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
 
 Node = tuple[str, str]  # (path, qualname)
 
@@ -35,21 +35,40 @@ class CudaReach:
                      if NEEDS_CUDA in scope.tags}
             extensions = tuple(fact[len(EXTENSION_FACT):] for s in self.files.values() for fact in s.facts
                                if fact.startswith(EXTENSION_FACT))
-            callers: dict[Node, list[Node]] = {}
+            if extensions:
+                needs |= {(s.path, q) for s in self.files.values() for q, scope in s.scopes.items()
+                          if any(t == e or t.startswith(e + ".") for t in scope.tensor_calls for e in extensions)}
+            self._needs_cuda = self._with_callers(needs)
+        return self._needs_cuda
+
+    def needs_cuda_device(self) -> set[Node]:
+        """Of :meth:`needs_cuda`, the scopes that need the CUDA device itself on every way through
+        them (``needs-cuda-device``: ``torch.cuda.current_device()``, ``.cuda()``), here or in
+        what they must call in other files."""
+        if self._needs_cuda_device is None:
+            self._needs_cuda_device = self._with_callers(
+                {(s.path, q) for s in self.files.values() for q, scope in s.scopes.items()
+                 if NEEDS_CUDA_DEVICE in scope.tags})
+        return self._needs_cuda_device
+
+    def _with_callers(self, needs: set[Node]) -> set[Node]:
+        """``needs`` and every scope that must call one of them (``Scope.must_calls``; building a
+        class runs its ``__init__``)."""
+        if self._must_callers is None:
+            self._must_callers = {}
             for summary in self.files.values():
                 for qualname, scope in summary.scopes.items():
-                    if extensions and any(t == e or t.startswith(e + ".") for t in scope.tensor_calls
-                                          for e in extensions):
-                        needs.add((summary.path, qualname))  # calls a C++/CUDA extension of the project
                     for target in scope.must_calls:
                         callee = self.resolve(target, summary, scope.class_name)
+                        if callee is not None and callee[1] in self.files[callee[0]].classes:
+                            callee = self.find_method(callee, "__init__")  # building it runs __init__
                         if callee is not None:
-                            callers.setdefault(callee, []).append((summary.path, qualname))
-            stack = list(needs)
-            while stack:
-                for caller in callers.get(stack.pop(), ()):
-                    if caller not in needs:
-                        needs.add(caller)
-                        stack.append(caller)
-            self._needs_cuda = needs
-        return self._needs_cuda
+                            self._must_callers.setdefault(callee, []).append((summary.path, qualname))
+        needs = set(needs)
+        stack = list(needs)
+        while stack:
+            for caller in self._must_callers.get(stack.pop(), ()):
+                if caller not in needs:
+                    needs.add(caller)
+                    stack.append(caller)
+        return needs

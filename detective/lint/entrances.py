@@ -21,6 +21,11 @@ when it has at least one entrance and every entrance is in:
   (fairseq's ``SpeechDLMTask.build_generator``, called only by the generation CLIs; see
   :mod:`detective.lint.programs`), in a whole-project run.
 
+A module class whose own ``__init__`` needs a CUDA device on every way through it
+(``torch.cuda.current_device()``, ``.cuda()``, or building such a class) has no instance on an
+XLA host: it is eager-only whatever its entrances, and its methods never run there, also
+when a parent's forward calls them (gpt-neox's megablocks MLP).
+
 In a project that does not target torch_xla, a module class whose ``compile`` override (its
 own or a project base's) compiles its parts and never the module itself (no
 ``super().compile(...)``, no ``torch.compile(self)``) is eager too: DeepSpeed's
@@ -81,6 +86,7 @@ Node = tuple[str, str]  # (path, qualname)
 DISABLES = frozenset({"torch.compiler.disable", "torch._dynamo.disable", "torch._dynamo.eval_frame.disable"})
 COMPILE_DISABLED = "compile-disabled"  # scope tag: decorated with a torch disable
 DISABLES_COMPILE = "disables-compile"  # scope tag: returns torch.compiler.disable(f): a wrapper
+NEEDS_DEVICE = "needs a CUDA device (torch.cuda calls or .cuda(), here or in what it builds)"
 BUILDS_CLS = "builds-cls"  # scope tag: calls cls(...) (a factory classmethod)
 
 
@@ -95,6 +101,7 @@ class EagerRoots:
         self.targets = targets
         self.whole = whole
         self.programs: Programs | None = None
+        self.cuda_init: dict[Node, Node] = {}  # module class -> its __init__, which needs CUDA
         self._moved_calls: set[tuple[Node, Node]] | None = None  # (caller, callee) whose result is moved
         graph, roots = project.graph()
         self.by_path = {}
@@ -111,11 +118,15 @@ class EagerRoots:
                              *part_compiled_classes(project).items(), *observer_classes(project).items()]:
                 self.eager.setdefault(cls, why)
         self.eager_roots = {root: cls for root, cls in project.class_roots.items() if cls in self.eager}
-        avoid = self.cuda | set(self.disabled)
+        # the methods of a class built only on a GPU (called from a parent's forward, too)
+        self.cuda_methods = {(cls[0], qualname): cls for cls in self.cuda_init
+                             for qualname, scope in project.files[cls[0]].scopes.items()
+                             if scope.class_name == cls[1] and qualname != cls[1]}
+        avoid = self.cuda | set(self.disabled) | set(self.cuda_methods)
         self.guards = ProgramGuards(project, arg_facts(), self.programs.reached, self.programs.names_called) \
             if self.programs is not None and arg_facts is not None else None
         self.dead_calls = self.guards.dead_edges() if self.guards is not None else {}
-        if self.eager_roots or self.disabled or self.dead_calls:
+        if self.eager_roots or self.disabled or self.dead_calls or self.cuda_methods:
             self.free = graph.reachable([r for r in roots if r not in self.eager_roots],
                                         skip=project._untraced | set(self.dead_calls), avoid=avoid)
         else:
@@ -252,6 +263,16 @@ class EagerRoots:
             self.reasons[cls] = (f"{cls[1]} is a model defined in {cls[0]} and used only by tests, which never "
                                  "put it on a device nor compile, and no step loop reaches its forward: "
                                  "such a model runs eagerly on the CPU, usually as a reference")
+        cuda_device = project.needs_cuda_device()
+        for cls in sorted(class_roots - set(eager)):
+            # Every instance runs the class's __init__: one that needs CUDA (weights made on
+            # torch.cuda.current_device(), or a component whose __init__ does) is never built
+            # on an XLA host, so none of its methods runs there.
+            init = project.find_method(cls, "__init__") if project.class_kind(cls) == "module" else None
+            if init is not None and init in cuda_device and self._not_compiled(init):
+                self.cuda_init[cls] = init
+                eager[cls] = (), f"on a GPU: {self._name(init)} {NEEDS_DEVICE}, so no instance exists on an XLA host"
+                self.reasons[cls] = f"{cls[1]} is built only {eager[cls][1]}"
         if self.whole:  # a Function no code applies: its forward runs only from code elsewhere
             for cls in sorted(set(project.class_roots.values())):
                 if cls not in entrances and cls not in unknown and cls not in subclassed \
@@ -374,6 +395,10 @@ class EagerRoots:
                         "from torch.compile; this project does not target torch_xla")
             if node in self.cuda:
                 return only_through(self._name(node))
+            if node in self.cuda_methods:
+                init = self.cuda_init[self.cuda_methods[node]]
+                return (f"only reached through {self._name(node)}, whose class is built only on a GPU "
+                        f"({self._name(init)} {NEEDS_DEVICE}): never on an XLA host, but real under torch.compile")
         for caller, callee in zip(path, path[1:]):
             guard = self.dead_calls.get((caller, callee))
             if guard is not None:

@@ -18,6 +18,10 @@ DEFAULT_MIN_SEVERITY = "warning"
 
 # Scope tag: every way through the function needs a CUDA device (detective.lint.cuda_only).
 NEEDS_CUDA = "needs-cuda"
+# Of those, the ones that need the CUDA device itself (torch.cuda.current_device(), .cuda()),
+# not a kernel package that also takes CPU tensors: a class whose __init__ has it is never built
+# on an XLA host.
+NEEDS_CUDA_DEVICE = "needs-cuda-device"
 # A FileSummary fact: a module the project's setup.py builds from C++/CUDA sources; its
 # functions run on CPU or CUDA memory only, like a kernel package's.
 EXTENSION_FACT = "extension:"

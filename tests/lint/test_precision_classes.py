@@ -2097,6 +2097,61 @@ def test_the_receivers_name_picks_the_classes_a_method_compiled_on_it_belongs_to
     assert ("scheduler/plateau.py", 7, "RC001", "warning") in anything
 
 
+GROUPED_MLP = {
+    "moe_mlp.py": """
+        import torch
+
+        class GroupedMLP(torch.nn.Module):
+            def __init__(self, rows, hidden):
+                super().__init__()
+                self.w1 = torch.nn.Parameter(
+                    torch.empty(rows, hidden, device=torch.cuda.current_device()))
+
+            def forward(self, x, tokens_per_expert):
+                sizes = tokens_per_expert.cpu()                 # info: no instance on an XLA host
+                return x @ self.w1.t() * sizes.sum()
+    """,
+    "moe.py": """
+        import torch
+        from moe_mlp import GroupedMLP
+
+        class DroplessMLP(torch.nn.Module):
+            def __init__(self, rows, hidden):
+                super().__init__()
+                self.mlp = GroupedMLP(rows, hidden)             # every instance builds one
+
+            def forward(self, x, counts):
+                return self.mlp(x, counts)
+
+        class Layer(torch.nn.Module):
+            def __init__(self, rows, hidden):
+                super().__init__()
+                self.moe = DroplessMLP(rows, hidden)
+
+            def forward(self, x, counts):
+                return self.moe(x, counts) + x[counts.sum().item():]   # info: so is every Layer
+    """,
+}
+
+
+def test_methods_of_a_class_whose_init_needs_cuda_never_run_on_an_xla_host():
+    # gpt-neox's dropless MoE: megablocks weights made on torch.cuda.current_device(); the
+    # layer that builds it reaches the MLP's forward, and so does the parent built in __init__.
+    found = lint(GROUPED_MLP)
+    assert ("moe_mlp.py", 11, "RC001", "info") in found
+    assert not [f for f in found if f[0] == "moe_mlp.py" and f[3] == "warning"]
+    assert ("moe.py", 19, "RC001", "info") in found  # Layer builds one in every instance too
+    # a layer that builds the MLP only under an option can be built on XLA without it
+    optional = lint({**GROUPED_MLP, "moe.py": GROUPED_MLP["moe.py"].replace(
+        "self.moe = DroplessMLP(rows, hidden)", "if rows:\n                    self.moe = DroplessMLP(rows, hidden)")})
+    assert ("moe.py", 20, "RC001", "warning") in optional
+    # weights made where the model is put: the forward runs on XLA
+    portable = lint({**GROUPED_MLP, "moe_mlp.py": GROUPED_MLP["moe_mlp.py"].replace(
+        ", device=torch.cuda.current_device()", "")})
+    assert ("moe_mlp.py", 11, "RC001", "warning") in portable
+    assert ("moe.py", 19, "RC001", "warning") in portable
+
+
 # --- models whose base compiles a component (SAM2, session 17) --------------------------------
 
 SAM = {
