@@ -101,6 +101,11 @@ class Context:
         if cuda_why:  # inside a CUDA-only side, or a test that reads tensors only with CUDA
             severity = "info"
             message += f" ({cuda_why}: not on an XLA host, but real on a GPU)"
+        if self.regions.uncompiled_depth:  # torch.compile never traces this side: XLA's cost only
+            costs_on, needs = project
+            if costs_on and "xla" not in costs_on:
+                return
+            project = (("xla",), needs)
         self.regions.report((code, message, node, extras, subject, assumes, severity, (guarded, rests_on), project),
                             scope, at_index)
 
@@ -141,7 +146,7 @@ class Context:
             if assumed:
                 assumed.clear()
             fn(node)
-        if self.regions.dead_depth or self.regions.cuda_depth:
+        if self.regions.dead_depth or self.regions.cuda_depth or self.regions.uncompiled_depth:
             self.regions.untrack(node)
         if self.guards.active:
             self.guards.untrack(node)

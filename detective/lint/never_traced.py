@@ -27,7 +27,7 @@ from detective.lint import tensors as T
 from detective.lint.once_branches import runs_once
 from detective.lint.syntax import bound_names, ends_in_exit
 from detective.lint.xla_branches import CUDA_BRANCH, CUDA_TEST, FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, \
-    cuda_flag_sense, cuda_sense, device_generator, lazy_init_test, set_to_none, xla_sense
+    compile_sense, cuda_flag_sense, cuda_sense, device_generator, lazy_init_test, set_to_none, xla_sense
 
 
 _SETTING_ROOTS = frozenset({"self", "args", "cfg", "config", "flags", "opt", "opts", "hparams"})
@@ -39,7 +39,8 @@ class NeverTraced:
     def _init_never_traced(self) -> None:
         # Blocks on the walk's path: [statement index map, current index, index of a sync,
         # rest of the block dead (after an XLA early return)].
-        self._blocks: list[list] = [[{}, -1, None, False]]
+        # ..., rest of the block never traced by torch.compile (after `if is_compiling(): return`)]
+        self._blocks: list[list] = [[{}, -1, None, False, False]]
         self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
         self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
         self.once_depth = 0
@@ -61,6 +62,11 @@ class NeverTraced:
         self.cuda: dict[int, str] = {}
         self.cuda_why: list[str] = []
         self.cuda_depth = 0
+        # Sides torch.compile never traces (`if torch.compiler.is_compiling(): return x` and
+        # what follows it): they run eagerly or under torch_xla, which is where they cost.
+        self.uncompiled: set[int] = set()
+        self.uncompiled_depth = 0
+        self._compiling_helpers: set[str] = set()  # module functions returning is_compiling()
 
     def silenced(self) -> bool:
         """Code that never runs traced on XLA: an XLA-unreachable branch, one-time lazy
@@ -70,7 +76,7 @@ class NeverTraced:
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         # A block that ends in `raise` is an error path: what it reads runs once, failing.
         failing = ends_in_exit(node, raise_only=True)
-        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing])
+        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing, False])
         if failing:
             self.dead_depth += 1
 
@@ -88,6 +94,8 @@ class NeverTraced:
             self._if_blocks[id(node)] = block  # for leave_If: the keys read on the taken side
         if block[3]:
             self.dead_depth -= 1
+        if block[4]:
+            self.uncompiled_depth -= 1
 
     def untrack(self, node: cst.CSTNode) -> None:
         """Called on leaving every node while some node is marked dead or CUDA-only."""
@@ -98,6 +106,8 @@ class NeverTraced:
         if id(node) in self.cuda:
             self.cuda_depth -= 1
             self.cuda_why.pop()
+        if id(node) in self.uncompiled:
+            self.uncompiled_depth -= 1
 
     def call_kind(self) -> str:
         """How a call made here runs: "" every time, "once" (lazy initialisation), "dead"
@@ -121,11 +131,28 @@ class NeverTraced:
         elif sense > 0 and node.orelse is not None:
             self.dead.add(id(node.orelse))
         self._mark_cuda(node.test, node.body, node.orelse)
+        self._mark_uncompiled(node.test, node.body, node.orelse)
         self._mark_short_circuit(node.test)
         for side in (node.body, node.orelse.body if isinstance(node.orelse, cst.Else) else None):
             if side is not None and id(side) not in self.cuda and any(
                     device_generator(call, self.model.resolve) for call in block_calls(side)):
                 self.cuda[id(side)] = GENERATOR_BLOCK
+
+    def visit_Return(self, node: cst.Return) -> None:
+        """``def _is_compiling(): ... return torch.compiler.is_compiling()`` (timm's optimizers):
+        a test of the helper is a test of the call."""
+        scope = self.model.scope.qualname
+        if node.value is not None and "." not in scope and scope != "<module>" \
+                and compile_sense(node.value, self.model.resolve) > 0:
+            self._compiling_helpers.add(scope)
+
+    def _mark_uncompiled(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
+        """The side of a ``torch.compiler.is_compiling()`` test that torch.compile never traces."""
+        compiling = compile_sense(test, self.model.resolve, self._compiling_helpers)
+        if compiling > 0 and orelse is not None:
+            self.uncompiled.add(id(orelse))
+        elif compiling < 0:
+            self.uncompiled.add(id(body))
 
     def _mark_cuda(self, test: cst.BaseExpression, body: cst.CSTNode, orelse: cst.CSTNode | None) -> None:
         """The side of a flash-attention test that needs CUDA (and the rest of an `and` after it);
@@ -206,6 +233,12 @@ class NeverTraced:
             if not block[3]:
                 block[3] = True
                 self.dead_depth += 1
+        # if torch.compiler.is_compiling(): return x -> the rest is never traced by torch.compile.
+        if node.orelse is None and compile_sense(node.test, self.model.resolve, self._compiling_helpers) > 0 and ends_in_exit(node.body):
+            block = self._blocks[-1]
+            if not block[4]:
+                block[4] = True
+                self.uncompiled_depth += 1
 
     def _fixed_per_call(self, test: cst.BaseExpression) -> bool:
         """A condition with the same value on every iteration of a loop in this function: a
@@ -236,6 +269,7 @@ class NeverTraced:
         if sense:
             self.dead.add(id(node.body if sense < 0 else node.orelse))
         self._mark_cuda(node.test, node.body, node.orelse)
+        self._mark_uncompiled(node.test, node.body, node.orelse)
         self._mark_short_circuit(node.test)
 
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -126,6 +126,8 @@ class Regions(NeverTraced):
         if self.cuda and id(node) in self.cuda:
             self.cuda_depth += 1
             self.cuda_why.append(self.cuda[id(node)])
+        if self.uncompiled and id(node) in self.uncompiled:
+            self.uncompiled_depth += 1
 
     def record(self, item: Item, claimable: bool = True) -> None:
         regions = self.frames[-1]

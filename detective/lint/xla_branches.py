@@ -64,6 +64,31 @@ CUDA_FLAGS = frozenset({"cuda", "use_cuda", "on_cuda", "with_cuda", "using_cuda"
 CUDA_AVAILABLE = frozenset({"torch.cuda.is_available"})
 
 
+# True while Dynamo traces (torch.compile), false in eager code and under torch_xla's lazy tensor.
+COMPILING_CALLS = frozenset({
+    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling", "torch._dynamo.is_compiling",
+    "torch._utils.is_compiling",
+})
+
+
+def compile_sense(test: cst.BaseExpression, resolve, helpers=frozenset()) -> int:
+    """+1 when ``test`` is true only while torch.compile traces (``torch.compiler.is_compiling()``,
+    or a call of one of ``helpers``, this file's functions that return it), -1 when it is false
+    only then, 0 otherwise."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return -compile_sense(test.expression, resolve, helpers)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = compile_sense(test.left, resolve, helpers), compile_sense(test.right, resolve, helpers)
+        if isinstance(test.operator, cst.And):
+            return 1 if 1 in (left, right) else 0
+        return -1 if -1 in (left, right) else 0
+    if isinstance(test, cst.Call) and isinstance(test.func, (cst.Name, cst.Attribute)) and not test.args:
+        if isinstance(test.func, cst.Name) and test.func.value in helpers:
+            return 1
+        return 1 if resolve(test.func) in COMPILING_CALLS else 0
+    return 0
+
+
 def cuda_flag_sense(test: cst.BaseExpression, resolve) -> int:
     """+1 when ``test`` is true only where CUDA is in use (``if USE_CUDA:``, ``if args.cuda:``,
     ``if torch.cuda.is_available():``), -1 when it is false only there, 0 otherwise. A tensor's

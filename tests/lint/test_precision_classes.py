@@ -2152,6 +2152,40 @@ def test_methods_of_a_class_whose_init_needs_cuda_never_run_on_an_xla_host():
     assert ("moe.py", 19, "RC001", "warning") in portable
 
 
+COMPILING_GUARD = """
+    import torch
+
+    def _is_compiling():
+        if hasattr(torch, "compiler"):
+            return torch.compiler.is_compiling()
+        return False
+
+    def _get_value(x):
+        if _is_compiling():
+            return x                      # under torch.compile: no host read
+        return x.item()                   # eager, or torch_xla's lazy tensor
+
+    @torch.compile
+    def step(p, lr):
+        if not torch.compiler.is_compiling():
+            lr = lr.item()
+        return p * _get_value(lr)
+"""
+
+
+def test_code_torch_compile_never_traces_costs_only_on_xla():
+    # timm's optimizers: .item() after `if _is_compiling(): return x`
+    found = lint({"optim.py": COMPILING_GUARD})
+    assert sorted(found) == [("optim.py", 12, "RC001", "info"), ("optim.py", 17, "RC001", "info")]
+    # in a torch_xla project the same reads run on the lazy tensor: warnings (one line lower)
+    xla = lint({"optim.py": "import torch_xla\n" + textwrap.dedent(COMPILING_GUARD)})
+    assert ("optim.py", 13, "RC001", "warning") in xla and ("optim.py", 18, "RC001", "warning") in xla
+    # the same reads with no such test: warnings under torch.compile too
+    plain = lint({"optim.py": COMPILING_GUARD.replace("if _is_compiling():", "if x is None:")
+                  .replace("if not torch.compiler.is_compiling():", "if lr is not None:")})
+    assert sorted(plain) == [("optim.py", 12, "RC001", "warning"), ("optim.py", 17, "RC001", "warning")]
+
+
 # --- models whose base compiles a component (SAM2, session 17) --------------------------------
 
 SAM = {
