@@ -173,10 +173,12 @@ class Bindings(CallSiteParams):
         infer.assumed.clear()
         if infer.is_tensor(value):
             if not infer.assumed:
-                scope.returns = "tensor"
+                scope.returns = "tensor"  # evidence outweighs an annotation: -> int, return m.sum()
                 return
-            scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
-        elif scope.returns != "tensor" and _is_python_value(value, infer):
+            if not self.function.returns_scalar:
+                scope.return_calls.extend(t for t in infer.assumed if t not in scope.return_calls)
+                return
+        if scope.returns != "tensor" and (self.function.returns_scalar or _is_python_value(value, infer)):
             scope.returns = "python"
 
     def _is_data_element(self, value: cst.BaseExpression) -> bool:
@@ -382,6 +384,8 @@ def _is_python_value(value: cst.BaseExpression, infer) -> bool:
         return True
     if isinstance(value, cst.Call) and T.call_method_name(value) == "numpy":
         return True  # return dist.argmin(1).cpu().numpy(): NumPy, no tensor
+    if T.is_shape_metadata(value):
+        return True  # return x.size(1): static under XLA, a Python int
     return infer.is_host_value(value)
 
 

@@ -74,10 +74,35 @@ def _annotation_head(node: cst.BaseExpression) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
+SCALAR_ANNOTATIONS = frozenset({"int", "float", "bool", "str", "bytes"})
+
+
+def _without_none(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``X`` of ``Optional[X]``, ``X | None`` and ``Union[X, None]``; ``node`` otherwise."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        if isinstance(node.right, cst.Name) and node.right.value == "None":
+            return _without_none(node.left)
+        if isinstance(node.left, cst.Name) and node.left.value == "None":
+            return _without_none(node.right)
+    if isinstance(node, cst.Subscript) and _annotation_head(node) in {"Optional", "Union"}:
+        items = [e.slice.value for e in node.slice if isinstance(e.slice, cst.Index)]
+        kept = [i for i in items if not (isinstance(i, cst.Name) and i.value == "None")]
+        if len(kept) == 1:
+            return _without_none(kept[0])
+    return node
+
+
+def annotation_is_scalar(node: cst.BaseExpression) -> bool:
+    """``int``, ``bool``, ``Optional[float]``, ``str | None``: a Python scalar."""
+    node = _without_none(node)
+    return isinstance(node, cst.Name) and node.value in SCALAR_ANNOTATIONS
+
+
 def element_annotation(node: cst.BaseExpression, depth: int) -> cst.BaseExpression | None:
     """The annotation of ``m[k]`` (depth 1), ``m[k][j]`` (depth 2) for ``m: node``: the value
     type of a mapping, the item type of a list/sequence; None when it cannot be told."""
     for _ in range(depth):
+        node = _without_none(node)  # padding_constraints: Optional[Dict[str, int]]
         if not isinstance(node, cst.Subscript):
             return None
         head = _annotation_head(node).lower()
@@ -99,6 +124,10 @@ def annotation_is_plain(node: cst.BaseExpression | None) -> bool:
     return head in NON_TENSOR_ANNOTATIONS and head not in {"Any", "Module"} and not annotation_is_tensor(node)
 
 
+# Tensor methods whose positional arguments (two or more) are sizes: a parameter passed as one
+# is a Python int (swin's PatchMerging.forward(x, H, W) does x.view(B, H, W, C)).
+SIZE_TAKING_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_ones", "new_empty", "repeat"})
+
 # isinstance(p, bool): a parameter checked against Python scalars only holds Python values
 # (not list/tuple: ``if isinstance(feats, list): feats = feats[-1]`` takes lists and tensors).
 PYTHON_TYPES = frozenset({"bool", "int", "float", "str"})
@@ -108,6 +137,7 @@ class PythonValueEvidence:
     """Names a class's own code shows to hold Python values, whatever their parameter's
     name suggests: compared with a string (``layer_results == "end"`` in a helper that
     ``forward`` passes it to), checked against Python types only (``isinstance(p, bool)``),
+    passed as one of the sizes of ``x.view(B, H, W, C)`` and its kin,
     and in an ``autograd.Function`` (first parameter ``ctx``) stored on ``ctx``
     (``ctx.scale = scale``: tensors go through ``save_for_backward``) or read by string key
     (``opts["offload"]``: ``apply`` tracks only tensors passed as arguments themselves).
@@ -150,6 +180,11 @@ class PythonValueEvidence:
             kinds = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
             if all(isinstance(k, cst.Name) and k.value in PYTHON_TYPES for k in kinds):
                 self._note(node.args[0].value)
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value in SIZE_TAKING_METHODS \
+                and len(node.args) > 1:
+            for arg in node.args:  # x.view(B, H, W, C): H and W are sizes
+                if arg.keyword is None and not arg.star:
+                    self._note(arg.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._ctx and self._ctx[-1] and isinstance(node.value, cst.Name) and any(

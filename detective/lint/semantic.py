@@ -22,7 +22,7 @@ from detective.lint.api_names import COMPILE_CALLS, COMPILER_MODULES, NON_TENSOR
 from detective.lint.bindings import Bindings
 from detective.lint.inference import TensorInference
 from detective.lint.model import ClassInfo, Scope
-from detective.lint.parameters import python_valued_names
+from detective.lint.parameters import annotation_is_scalar, python_valued_names
 from detective.lint.project_facts import COMPILE_FACT
 from detective.lint.syntax import dotted_name
 
@@ -54,6 +54,7 @@ class FunctionFrame:
     guessed_names: set[str] = field(default_factory=set)  # forward(self, x, adaptive_r=None): tensors by guess
     annotations: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameters as annotated
     params: frozenset = frozenset()  # the parameters' names
+    returns_scalar: bool = False  # def f(...) -> int: what it returns on trust is no tensor
 
 
 # Parameters named for one of an optimizer's param groups (timm's Adopt._init_group(self,
@@ -303,6 +304,7 @@ class SemanticModel(Bindings):
         if in_class:
             self.class_stack[-1].info.methods.append(name)
         frame = FunctionFrame(scope)
+        frame.returns_scalar = node.returns is not None and annotation_is_scalar(node.returns.annotation)
         params = node.params
         for extra in (params.star_arg, params.star_kwarg):
             # A constructor's **kwargs are options (RadTTS: self.ap_use_unvoiced_bias =

@@ -126,6 +126,26 @@ def call_method_name(node: cst.Call) -> str | None:
     return func.attr.value if isinstance(func, cst.Attribute) else None
 
 
+SHAPE_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "stride", "element_size"})
+
+
+def is_shape_metadata(node: cst.BaseExpression) -> bool:
+    """``x.size(1)``, ``x.shape[0]``, ``x.ndim``, ``len(x)``, ``x.size(1) * 2``: Python ints
+    (static under XLA), whatever ``x`` is."""
+    if isinstance(node, cst.Call):
+        return call_method_name(node) in SHAPE_METHODS \
+            or (isinstance(node.func, cst.Name) and node.func.value == "len")
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in {"shape", "ndim"}
+    if isinstance(node, cst.Subscript):
+        return is_shape_metadata(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        sides = (node.left, node.right)
+        return any(is_shape_metadata(s) for s in sides) \
+            and all(is_shape_metadata(s) or is_number_literal(s) for s in sides)
+    return False
+
+
 def self_attr(node: cst.BaseExpression) -> str | None:
     """``A`` of ``self.A``, else None."""
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":

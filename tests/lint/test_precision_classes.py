@@ -2225,3 +2225,60 @@ def test_a_model_whose_base_compiles_a_component_runs_its_forward_eagerly():
     assert _severities(plain)[("training/model.py", 6, "RC001")] == "warning"
     # On torch_xla the lazy tensor traces the forward whatever is compiled.
     assert _severities(dict(SAM, **{"xla.py": "import torch_xla\n"}))[("training/model.py", 6, "RC001")] == "warning"
+
+
+def test_shape_metadata_and_scalar_annotations_make_python_values():
+    # llm-foundry's MPTModel.forward: S = self.get_sequence_length(x) (-> int, x.size(1));
+    # detectron2's ImageList.from_tensors: a value of an Optional[Dict[str, int]];
+    # swin's PatchMerging.forward(x, H, W): H and W are the sizes it views x with.
+    found = lint({
+        "m.py": """
+            from typing import Dict, Optional
+            import torch
+            from torch import nn
+
+            class M(nn.Module):
+                def forward(self, x):
+                    S = self.get_sequence_length(x)
+                    assert S <= 10
+                    if self.count_tokens(x) > 0:       # annotated int, returns a tensor
+                        return x
+                    if self.width(x) > 2:              # annotated, returns a call it cannot tell
+                        return x
+                    if self.lengths(x) > 2:            # not annotated: the guess stands
+                        return x
+                    return x
+
+                def get_sequence_length(self, x: torch.Tensor) -> int:
+                    return x.size(1)
+
+                def count_tokens(self, x) -> int:
+                    return (x != 0).sum()
+
+                def width(self, x) -> Optional[int]:
+                    return self.proj(x)
+
+                def lengths(self, x):
+                    return self.proj(x)
+
+            def from_tensors(tensors, size_divisibility: int = 0,
+                             padding_constraints: Optional[Dict[str, int]] = None):
+                if padding_constraints is not None:
+                    size_divisibility = padding_constraints["size_divisibility"]
+                if size_divisibility > 1:
+                    return 1
+                return 0
+
+            class P(nn.Module):
+                def forward(self, x, H, W, mask):
+                    B, L, C = x.shape
+                    x = x.view(B, H, W, C)
+                    if (H % 2 == 1) or (W % 2 == 1):
+                        x = x + 1
+                    if mask % 2 == 1:                 # never used as a size: a tensor
+                        x = x + 1
+                    return from_tensors([x])
+        """,
+    })
+    assert found == [("m.py", 10, "RC002", "warning"), ("m.py", 14, "RC002", "warning"),
+                     ("m.py", 44, "RC002", "warning")]
