@@ -8,6 +8,8 @@ comparisons, ONNX/TorchScript-only tests, one-time set-up guards and names a TPU
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from detective.lint import tensors as T
@@ -26,9 +28,16 @@ FALSE_ON_XLA = frozenset({
 })
 
 
+# The attention implementation an option names: transformers' `_attn_implementation ==
+# "flash_attention_2"`, llm-foundry's `attn_impl == 'flash'`.
+FLASH_IMPLEMENTATIONS = ("flash_attention", "flash_attn", "flash-attn", "flash-attention")
+FLASH_OPTION = re.compile(r"(attn|attention)_?impl")
+
+
 def cuda_sense(test: cst.BaseExpression, resolve) -> int:
     """+1 when ``test`` is true only where the CUDA ``flash_attn`` package works, -1 when it is
     false only there, 0 otherwise: ``self.config._attn_implementation == "flash_attention_2"``,
+    ``attn_impl == "flash"``,
     ``is_flash_attn_2_available()``, ``is_flash_attn_greater_or_equal_2_10()``. The side it
     guards never runs on an XLA host (see :mod:`detective.lint.cuda_only`)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -46,8 +55,8 @@ def cuda_sense(test: cst.BaseExpression, resolve) -> int:
         sides = (test.left, target.comparator)
         texts = [T.literal_string(side) for side in sides]
         names = [dotted_tail(side) for side in sides if isinstance(side, (cst.Name, cst.Attribute))]
-        if any(t and t.startswith("flash_attention") for t in texts) \
-                and any("attn_implementation" in n for n in names):
+        if any(t and (t == "flash" or t.startswith(FLASH_IMPLEMENTATIONS)) for t in texts) \
+                and any(FLASH_OPTION.search(n) for n in names):
             if isinstance(target.operator, (cst.Equal, cst.Is)):
                 return 1
             if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):

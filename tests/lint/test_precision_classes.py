@@ -899,6 +899,29 @@ def test_a_flash_attention_branch_is_info_and_the_rest_of_the_function_unchanged
     assert all(severity == "info" for _, line, _, severity in found if line in (8, 9, 14))
 
 
+def test_a_flash_attention_implementation_named_by_another_option_is_info():
+    # llm-foundry's _get_attn_mask_in_len_seq_one_hot: `attn_impl == 'flash'` picks flash_attn
+    found = lint({
+        "mpt.py": """
+            import torch
+
+            def one_hot_info(sequence_id, attn_uses_sequence_id: bool, attn_impl: str, attention_mask):
+                if sequence_id is not None and attn_uses_sequence_id and (attn_impl == 'flash'):
+                    if attention_mask[:, 0].sum() != attention_mask.shape[0]:   # info
+                        raise NotImplementedError("left padding")
+                if attn_impl != "flash-attn" and attention_mask[:, 0].sum() > 0:  # info-free side
+                    return None
+                return sequence_id
+
+            class MPT(torch.nn.Module):
+                def forward(self, x, sequence_id, attention_mask):
+                    return one_hot_info(sequence_id, self.seq, self.attn_impl, attention_mask)
+        """,
+    })
+    assert ("mpt.py", 6, "RC002", "info") in found
+    assert ("mpt.py", 8, "RC002", "warning") in found
+
+
 def test_the_side_of_a_project_cuda_switch_is_info_and_no_xla_compile():
     # pytorch-tpu/llama's generation.py: USE_CUDA picks inductor, otherwise the XLA device
     found = lint({
