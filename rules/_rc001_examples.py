@@ -167,6 +167,23 @@ class Experts(torch.nn.Module):
 """
 
 VALID = [
+    # A membership test whose side reads the container by that same key: a mapping
+    # (detectron2's FPN: `bottom_up_features = self.bottom_up(x)` is a dict of features).
+    Valid(
+        """
+import torch
+
+class FPN(torch.nn.Module):
+    def forward(self, x):
+        feats = self.bottom_up(x)
+        if self.top_block.in_feature in feats:
+            top = feats[self.top_block.in_feature]
+        else:
+            top = x
+        extra = feats[self.name] if self.name in feats else None
+        return top, extra
+"""
+    ),
     # torchprime's Mixtral GMM: replica groups from the SPMD mesh, saved on ctx for backward.
     Valid(SPMD_GMM),
     # SAM2's training model draws frames with a NumPy generator kept on self: no tensor.

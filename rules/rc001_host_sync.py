@@ -6,6 +6,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.rule import Rule
+from detective.lint.syntax import reads_key
 from detective.rules import _rc001_examples as examples
 
 HOST_READ_METHODS = {"item", "tolist", "cpu", "numpy"}
@@ -72,6 +73,10 @@ class HostSync(Rule):
 
     VALID = examples.VALID
     INVALID = examples.INVALID
+
+    def __init__(self, context):
+        super().__init__(context)
+        self._mapping_tests: set[int] = set()  # ids of `k in d` tests whose side reads d[k]
 
     def visit_Call(self, node: cst.Call) -> None:
         context = self.context
@@ -156,8 +161,24 @@ class HostSync(Rule):
             self._report(value, "`not` of a tensor reads its value on the host", "not",
                          context.made_on_cpu(value.expression))
 
+    def visit_If(self, node: cst.If) -> None:
+        self._note_mapping_test(node.test, node.body)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._note_mapping_test(node.test, node.body)
+
+    def _note_mapping_test(self, test: cst.BaseExpression, body: cst.CSTNode) -> None:
+        """``if k in feats: top = feats[k]``: read by the key it was tested for, ``feats`` is
+        a mapping (a backbone's dict of features), not a tensor."""
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, cst.In) \
+                and reads_key(body, test.comparisons[0].comparator, test.left):
+            self._mapping_tests.add(id(test))
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         context = self.context
+        if id(node) in self._mapping_tests:
+            return
         if context.reads_in_operator(node) and not context.after_sync():
             cpu = all(context.made_on_cpu(t.comparator) for t in node.comparisons
                       if isinstance(t.operator, (cst.In, cst.NotIn)))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from detective.lint.walker import walk
+
 
 def block_statements(body: cst.BaseSuite) -> tuple:
     """The statements of a block: an indented block's lines, or a one-line suite's small
@@ -70,3 +72,20 @@ def plain_dotted_name(node: cst.BaseExpression) -> str:
     "" for anything else (subscripts, calls anywhere in the chain)."""
     name = dotted_name(node)
     return name if name and "" not in name.split(".") else ""
+
+
+def reads_key(body: cst.CSTNode, container: cst.BaseExpression, key: cst.BaseExpression) -> bool:
+    """Does ``body`` subscript ``container`` by ``key`` (``if k in d: v = d[k]``)? Then the
+    membership test is a mapping's, whatever ``container`` was taken for."""
+    found = False
+
+    def on_visit(node: cst.CSTNode) -> bool:
+        nonlocal found
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) and node.value.deep_equals(container) \
+                and node.slice[0].slice.value.deep_equals(key):
+            found = True
+        return not found
+
+    walk(body, on_visit, lambda node: None)
+    return found
