@@ -92,6 +92,7 @@ def _summarise(context: Context, tree: cst.Module, source: str, path: str, modul
                           module_imports=sorted(set(model.module_imports)),
                           star_imports=list(dict.fromkeys(model.star_imports)),
                           relative_imports=_relative_imports(tree),
+                          top_imports=_top_imports(tree, module, is_package),
                           xla_optional=model.imports_xla and not _imports_xla_at_top(tree),
                           facts=sorted(set(model.project_facts) | _generation_facts(source)))
     for qualname, scope in model.scopes.items():
@@ -236,6 +237,32 @@ def _relative_imports(tree: cst.Module) -> list[str]:
             if isinstance(small, cst.ImportFrom) and small.relative and small.module is not None:
                 found.append(f"{len(small.relative)}:{dotted_name(small.module)}")
     return found
+
+
+def _top_imports(tree: cst.Module, module: str, is_package: bool) -> list[str]:
+    """Modules the top-level statements import (not under ``try``/``if``), relative ones
+    resolved against ``module``: ``from .ring import f`` in ``pkg.nn.attention`` gives
+    ``pkg.nn.ring`` and ``pkg.nn.ring.f`` (``f`` may be a submodule)."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[str] = []
+    for statement in tree.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Import):
+                found += [dotted_name(a.name) for a in small.names]
+            elif isinstance(small, cst.ImportFrom):
+                level = len(small.relative)
+                if level and level - 1 > len(package):
+                    continue  # above the top package: importable.py's concern
+                base = package[: len(package) - (level - 1)] if level else []
+                head = ".".join([*base, *([dotted_name(small.module)] if small.module is not None else [])])
+                if not head:
+                    continue
+                found.append(head)
+                if not isinstance(small.names, cst.ImportStar):
+                    found += [f"{head}.{a.name.value}" for a in small.names if isinstance(a.name, cst.Name)]
+    return list(dict.fromkeys(found))
 
 
 def _resolve_local(model: SemanticModel, target: str, scope_qualname: str) -> str | None:

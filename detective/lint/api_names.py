@@ -27,3 +27,12 @@ XLA_PROGRAM_CALLS = SYNC_CALLS | STEP_CONTEXTS | STEP_TRACES | SYNCING_LOADERS |
     "torch_xla.core.xla_model.optimizer_step", "torch_xla.distributed.xla_multiprocessing.spawn",
     "torch_xla.launch", "torch_xla.torch_xla.launch",
 })
+
+# Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
+# CUDA-only ones, and flashlight/wav2letter, whose criteria run on CPU or CUDA memory
+# (they read data_ptr). See detective.lint.cuda_only.
+CUDA_PACKAGES = ("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm",
+                 "causal_conv1d", "selective_scan_cuda", "flashlight", "wav2letter")
+# Of those, the ones that install and import only with CUDA: a file importing one at module
+# level cannot be imported on an XLA host (see detective.lint.importable).
+IMPORT_NEEDS_CUDA = tuple(p for p in CUDA_PACKAGES if p not in ("flashlight", "wav2letter"))

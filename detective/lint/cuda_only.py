@@ -30,15 +30,11 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.api_names import CUDA_PACKAGES
 from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
 from detective.lint.syntax import block_statements
 from detective.lint.walker import syntax_children
 
-# Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
-# CUDA-only ones, and flashlight/wav2letter, whose criteria run on CPU or CUDA memory
-# (they read data_ptr).
-CUDA_PACKAGES = ("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm",
-                 "causal_conv1d", "selective_scan_cuda", "flashlight", "wav2letter")
 CUDA_CALLS = frozenset({
     "torch.cuda.synchronize", "torch.cuda.current_stream", "torch.cuda.default_stream",
     "torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.stream", "torch.cuda.current_device",

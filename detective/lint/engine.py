@@ -19,7 +19,7 @@ from detective.lint.discovery import absolute_path, discover, file_facts, is_pro
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
 from detective.lint.export_code import EXPORT_NOTE, export_checked
-from detective.lint.importable import generation_sources, unimportable_files
+from detective.lint.importable import cuda_only_imports, generation_sources, unimportable_files
 from detective.lint.model import HANDED_DEVICE, ChainLink, FileSummary, Finding, at_least, only_through
 from detective.lint.project_facts import TARGETS, project_facts
 from detective.lint.rule import expand_selectors, rules_by_code
@@ -255,6 +255,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
     args: ArgFacts | None = None
     unimportable = unimportable_files(summaries) if whole else {}  # lint/importable.py
     unimportable.update(generation_sources(summaries))
+    unimportable.update({p: why for p, why in cuda_only_imports(summaries).items() if p not in unimportable})
 
     def arg_facts() -> ArgFacts:
         nonlocal args

@@ -14,6 +14,15 @@ only when the directory the import starts from holds project files (a path above
 linted tree says nothing). Imports under ``try``/``if`` are not recorded (a fallback may
 be expected; see :func:`detective.lint.analyze._relative_imports`).
 
+Files that import only with CUDA: a top-level import (not under ``try``/``if``) of a package
+that installs and imports only with CUDA (``flash_attn``, ``mamba_ssm``: see
+:data:`detective.lint.api_names.IMPORT_NEEDS_CUDA`), or of a project module that is such a
+file (nanotron's ``nn/attention.py`` imports ``nn/llama3_ring_attention.py``, which imports
+``flash_attn``). Importing a module runs its packages' ``__init__`` first, so a package
+``__init__`` that is such a file makes every module under it one. None of their code runs on
+an XLA host; under torch.compile on CUDA it does, as for other code that needs CUDA, and the
+findings are ``info`` with the import chain named.
+
 Sources of generated files: transformers writes each ``modeling_x.py`` from a
 ``modular_x.py`` and says so in the generated file's header ("This file was automatically
 generated from src/transformers/models/x/modular_x.py"); its own import machinery skips
@@ -29,7 +38,9 @@ import glob
 import os
 import posixpath
 import re
+from collections import Counter
 
+from detective.lint.api_names import IMPORT_NEEDS_CUDA
 from detective.lint.model import EXTENSION_FACT, GENERATED_FROM_FACT, FileSummary
 
 _GENERATED_HEADER = re.compile(r"automatically generated from\s+(\S+\.py)", re.IGNORECASE)
@@ -113,3 +124,40 @@ def _missing(base: str, parts: list[str], files: set[str], dirs: set[str], on_di
 
 def _on_disk(where: str) -> bool:
     return os.path.isdir(where) or bool(glob.glob(glob.escape(where) + ".*"))
+
+
+def cuda_only_imports(summaries: list[FileSummary]) -> dict[str, str]:
+    """Path -> why it imports only with CUDA, for files whose top-level imports reach a
+    package in :data:`IMPORT_NEEDS_CUDA` directly or through project modules (a module name
+    two files share, such as scripts' ``utils``, is not followed)."""
+    names = Counter(s.module for s in summaries if s.module)
+    why: dict[str, str] = {}  # path -> the import that decides it
+    cuda_modules: set[str] = set()  # unique module names of such files
+    for summary in summaries:
+        package = next((n.split(".", 1)[0] for n in summary.top_imports
+                        if n.split(".", 1)[0] in IMPORT_NEEDS_CUDA), None)
+        if package is not None:
+            why[summary.path] = f"imports {package} at module level, which needs CUDA"
+            if names[summary.module] == 1:
+                cuda_modules.add(summary.module)
+    changed = bool(cuda_modules)
+    while changed:  # through project modules and their packages, to a fixed point
+        changed = False
+        for summary in summaries:
+            if summary.path in why or not summary.module:
+                continue
+            own = _with_packages(summary.module)[:-1]  # pkg/__init__ runs before pkg.m
+            reached = next((m for n in (*own, *summary.top_imports) for m in _with_packages(n)
+                            if m in cuda_modules and m != summary.module), None)
+            if reached is not None:
+                why[summary.path] = f"imports {reached} at module level, which needs CUDA"
+                if names[summary.module] == 1:
+                    cuda_modules.add(summary.module)
+                changed = True
+    return {path: f"this file cannot be imported on an XLA host: it {reason}" for path, reason in why.items()}
+
+
+def _with_packages(name: str) -> list[str]:
+    """``a``, ``a.b``, ``a.b.c`` for ``a.b.c``: importing it runs each package on the way."""
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]

@@ -200,6 +200,10 @@ class FileSummary:
     # for `from ...activations import X`): a module the project lacks makes the file
     # unimportable (see detective.lint.importable).
     relative_imports: list[str] = field(default_factory=list)
+    # Modules the file's top-level statements import, relative ones resolved ("a.b" and
+    # "a.b.c" for `from a.b import c`; not under `try`/`if`): a package that needs CUDA
+    # among them, directly or through a project module, makes the file CUDA-only.
+    top_imports: list[str] = field(default_factory=list)
     # What this file tells about the whole project ("target:compile": it uses torch.compile;
     # "optional-key:mask": it removes key "mask" or sets it only for some data).
     facts: list[str] = field(default_factory=list)

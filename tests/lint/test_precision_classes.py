@@ -2305,3 +2305,67 @@ def test_shape_metadata_and_scalar_annotations_make_python_values():
     })
     assert found == [("m.py", 10, "RC002", "warning"), ("m.py", 14, "RC002", "warning"),
                      ("m.py", 44, "RC002", "warning")]
+
+
+def test_a_file_that_imports_a_cuda_only_package_at_module_level_is_info():
+    # nanotron: models/qwen.py and nn/llama3_ring_attention.py import flash_attn at the top;
+    # nn/attention.py imports llama3_ring_attention at the top: none imports without CUDA.
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/nn/__init__.py": "",
+        "pkg/nn/ring.py": """
+            import torch
+            from flash_attn.flash_attn_interface import _flash_attn_varlen_forward
+
+            def prepare_cu_seqlens(cu_seqlens, rank):
+                return cu_seqlens[cu_seqlens > rank]
+        """,
+        "pkg/nn/attention.py": """
+            import torch
+            from pkg.nn.ring import prepare_cu_seqlens
+
+            class Attention(torch.nn.Module):
+                def forward(self, x, cu):
+                    return x[cu > 0], prepare_cu_seqlens(cu, 0)
+        """,
+        "pkg/nn/local.py": """
+            import torch
+            from . import attention
+
+            class Local(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]
+        """,
+        "pkg/nn/optional.py": """
+            import torch
+            try:
+                import flash_attn
+            except ImportError:
+                flash_attn = None
+
+            class Optional(torch.nn.Module):
+                def forward(self, x):
+                    return x[x > 0]
+        """,
+        "pkg/nn/lazy.py": """
+            import torch
+
+            class Lazy(torch.nn.Module):
+                def forward(self, x):
+                    if x.is_cuda:
+                        from flash_attn import flash_attn_func
+                    return x[x > 0]
+        """,
+    }
+    found = {(f.path, f.line): (f.severity, f.message)
+             for f in lint_sources({k: textwrap.dedent(v) for k, v in files.items()})}
+    severity, message = found[("pkg/nn/ring.py", 6)]
+    assert severity == "info" and "imports flash_attn at module level" in message
+    severity, message = found[("pkg/nn/attention.py", 7)]
+    assert severity == "info" and "pkg.nn.ring" in message
+    assert found[("pkg/nn/local.py", 7)][0] == "info"  # through attention, through ring
+    assert found[("pkg/nn/optional.py", 10)][0] == "warning"  # a fallback is expected
+    assert found[("pkg/nn/lazy.py", 8)][0] == "warning"  # imported in a function, on one side
+    # A package __init__ that needs CUDA: every module under it runs it first.
+    fenced = dict(files, **{"pkg/nn/__init__.py": "from flash_attn import flash_attn_func\n"})
+    assert _severities(fenced)[("pkg/nn/optional.py", 10, "RC005")] == "info"
