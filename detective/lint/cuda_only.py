@@ -5,7 +5,8 @@ A function needs CUDA when each way through its body calls something that only w
 with a CUDA device, or only on CPU and CUDA tensors: a kernel package with no XLA backend
 (``flash_attn``, ``mamba_ssm``, flashlight/wav2letter's ASG and CTC criteria...) or an
 attribute of its class built by one (``self.asg = ASGLoss(...)`` in any method, then
-``self.asg.forward(...)``), ``.cuda()``, CUDA streams and events, or (within the file)
+``self.asg.forward(...)``), ``.cuda()``, CUDA streams and events, a launch of a Triton
+kernel of the file (``_bwd_kernel[grid](...)``; Triton has GPU backends only), or (within the file)
 another function that needs CUDA. A call under ``if`` counts only when both sides make
 one, except a ``.cuda()`` under a test that is not about the device (``if scale is None:``,
 lazy set-up): the program takes that side sooner or later, and on a TPU host it fails there.
@@ -35,6 +36,8 @@ from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
 from detective.lint.syntax import block_statements
 from detective.lint.walker import syntax_children
 
+# Decorators that make a Triton kernel: launching one (`kernel[grid](...)`) needs a GPU.
+TRITON_KERNELS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
 CUDA_CALLS = frozenset({
     "torch.cuda.synchronize", "torch.cuda.current_stream", "torch.cuda.default_stream",
     "torch.cuda.Stream", "torch.cuda.Event", "torch.cuda.stream", "torch.cuda.current_device",
@@ -85,6 +88,7 @@ class CudaScopes:
         # the end (the method that builds it may come after the one that calls it).
         self.kernel_attrs: set[tuple[str, str]] = set()
         self.attr_calls: list[tuple[int, str, str, str]] = []  # (id(call), scope, class, attr)
+        self._launches: list[tuple[int, str, str]] = []  # (id(call), scope, name) of name[grid](...)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[self.model.scope.qualname] = node  # the model entered it already
@@ -124,6 +128,9 @@ class CudaScopes:
             name = _extension_name(node)
             if name:
                 model.project_facts.append(EXTENSION_FACT + name)
+        if isinstance(func, cst.Subscript) and isinstance(func.value, cst.Name):
+            # _bwd_kernel[grid](...): a Triton launch if _bwd_kernel is a kernel of this file
+            self._launches.append((id(node), model.scope.qualname, func.value.value))
         dotted = model.resolve(func)
         if is_cuda_call(dotted, method):
             self.direct.add(id(node))
@@ -169,6 +176,12 @@ class CudaScopes:
             if (class_name, attr) in self.kernel_attrs:
                 self.direct.add(call)
                 self.direct_in.add(caller)
+        kernels = {q for q, scope in scopes.items()
+                   if "." not in q and any(d in TRITON_KERNELS for d in scope.decorators)}
+        for call, caller, name in self._launches:
+            if name in kernels:  # Triton has GPU backends only
+                self.direct.add(call)
+                self.direct_in.add(caller)
         if not self.direct:
             return
         for qualname in self._needing(self.direct, self.direct_in):
@@ -207,9 +220,11 @@ def _contains(node: cst.CSTNode, ids: set[int]) -> bool:
 
 def _exits(node: cst.CSTNode) -> bool:
     """Could this statement leave the block early (return, break, continue)? A ``raise`` is
-    an error path, not a way around the call."""
+    an error path, not a way around the call; a nested def's ``return`` leaves only that def."""
     if isinstance(node, (cst.Return, cst.Break, cst.Continue)):
         return True
+    if isinstance(node, _NESTED):
+        return False
     return any(_exits(child) for child in syntax_children(node) if not isinstance(child, _NESTED))
 
 

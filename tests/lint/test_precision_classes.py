@@ -2369,3 +2369,41 @@ def test_a_file_that_imports_a_cuda_only_package_at_module_level_is_info():
     # A package __init__ that needs CUDA: every module under it runs it first.
     fenced = dict(files, **{"pkg/nn/__init__.py": "from flash_attn import flash_attn_func\n"})
     assert _severities(fenced)[("pkg/nn/optional.py", 10, "RC005")] == "info"
+
+
+def test_a_function_that_launches_a_triton_kernel_of_its_file_needs_a_gpu():
+    # nanotron's ring_attention_lucidrain.py (a copy of flash-attn's Triton kernels): the
+    # launcher's grid reads META, and the launcher runs only where Triton has a GPU.
+    found = _severities({
+        "kern.py": """
+            import torch
+            import triton
+            import triton.language as tl
+
+            @triton.jit
+            def _bwd_kernel(Q, K, BLOCK_N: tl.constexpr):
+                pass
+
+            def flash_attn_backward(q, k, lengths):
+                n = lengths.max().item()
+                def grid(META):
+                    return triton.cdiv(n, META["BLOCK_N"]) if META["SEQUENCE_PARALLEL"] else 1, 4
+                _bwd_kernel[grid](q, k, BLOCK_N=64)
+                return q
+
+            class Attn(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, q, k, lengths):
+                    return flash_attn_backward(q, k, lengths)
+
+            class Stack(torch.nn.Module):
+                def forward(self, x, lengths):
+                    for i in range(2):
+                        x = self.layers[i](x)          # a ModuleList: no kernel launch
+                    x = Attn.apply(x, x, lengths)
+                    return x[: lengths.max().item()]
+        """,
+    })
+    assert found[("kern.py", 11, "RC001")] == "info"
+    assert ("kern.py", 13, "RC002") not in found or found[("kern.py", 13, "RC002")] == "info"
+    assert found[("kern.py", 27, "RC001")] == "warning"
