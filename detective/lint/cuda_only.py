@@ -5,7 +5,8 @@ A function needs CUDA when each way through its body calls something that only w
 with a CUDA device, or only on CPU and CUDA tensors: a kernel package with no XLA backend
 (``flash_attn``, ``mamba_ssm``, flashlight/wav2letter's ASG and CTC criteria...) or an
 attribute of its class built by one (``self.asg = ASGLoss(...)`` in any method, then
-``self.asg.forward(...)``), ``.cuda()``, CUDA streams and events, a launch of a Triton
+``self.asg.forward(...)``), ``.cuda()`` or a tensor made on a device named ``"cuda"``
+(``torch.zeros(n, device="cuda")``, ``.to("cuda:0")``), CUDA streams and events, a launch of a Triton
 kernel of the file (``_bwd_kernel[grid](...)``; Triton has GPU backends only), or (within the file)
 another function that needs CUDA. A call under ``if`` counts only when both sides make
 one, except a ``.cuda()`` under a test that is not about the device (``if scale is None:``,
@@ -58,6 +59,28 @@ def is_cuda_call(dotted: str | None, method: str | None) -> bool:
     if not dotted:
         return False
     return dotted in CUDA_CALLS or dotted.split(".", 1)[0] in CUDA_PACKAGES
+
+
+# Tensor methods that take a device: `.to("cuda")`, `x.new_zeros(n, device="cuda")`.
+_DEVICE_METHODS = frozenset({"to", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+
+
+def _made_on_cuda(call: cst.Call, dotted: str | None, method: str | None, resolve) -> bool:
+    """``torch.zeros(n, device="cuda")``, ``x.to("cuda:0")``, ``torch.device("cuda")`` passed
+    as the device: a tensor put on CUDA by name, which needs a CUDA device like ``.cuda()``."""
+    if not ((dotted or "").startswith("torch.") or method in _DEVICE_METHODS):
+        return False
+    values = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
+    if method == "to" and call.args and call.args[0].keyword is None:
+        values.append(call.args[0].value)
+    return any(_names_cuda(v, resolve) for v in values)
+
+
+def _names_cuda(value: cst.BaseExpression, resolve) -> bool:
+    if isinstance(value, cst.Call) and resolve(value.func) == "torch.device" and value.args:
+        value = value.args[0].value
+    text = T.literal_string(value)
+    return text is not None and (text == "cuda" or text.startswith("cuda:"))
 
 
 class CudaScopes:
@@ -132,10 +155,11 @@ class CudaScopes:
             # _bwd_kernel[grid](...): a Triton launch if _bwd_kernel is a kernel of this file
             self._launches.append((id(node), model.scope.qualname, func.value.value))
         dotted = model.resolve(func)
-        if is_cuda_call(dotted, method):
+        on_cuda = _made_on_cuda(node, dotted, method, model.resolve)
+        if on_cuda or is_cuda_call(dotted, method):
             self.direct.add(id(node))
             self.direct_in.add(model.scope.qualname)
-            if method == "cuda" or dotted in CUDA_CALLS:  # the device itself, not a kernel package
+            if on_cuda or method == "cuda" or dotted in CUDA_CALLS:  # the device itself, not a kernel package
                 self.device_direct.add(id(node))
                 self.device_direct_in.add(model.scope.qualname)
             if method == "cuda":

@@ -2407,3 +2407,35 @@ def test_a_function_that_launches_a_triton_kernel_of_its_file_needs_a_gpu():
     assert found[("kern.py", 11, "RC001")] == "info"
     assert ("kern.py", 13, "RC002") not in found or found[("kern.py", 13, "RC002")] == "info"
     assert found[("kern.py", 27, "RC001")] == "warning"
+
+
+def test_a_tensor_made_on_a_literal_cuda_device_needs_cuda_like_a_cuda_move():
+    # nanotron's DoReMi loss: domain_losses = torch.zeros(n, device="cuda") on every call.
+    found = _severities({
+        "loss.py": """
+            import torch
+
+            def per_domain(losses, ids, n):
+                domain_losses = torch.zeros(n, device="cuda")
+                domain_losses[ids] += losses
+                domain_losses[torch.isnan(domain_losses)] = 0.0
+                return domain_losses
+
+            def on_device(losses, ids, n):
+                domain_losses = torch.zeros(n, device=losses.device)
+                domain_losses[torch.isnan(domain_losses)] = 0.0
+                if n > 3:
+                    return domain_losses.to(torch.device("cuda:0"))
+                return domain_losses
+
+            class Loss(torch.nn.Module):
+                def forward(self, losses, ids):
+                    return per_domain(losses, ids, 4)
+
+            class DeviceLoss(torch.nn.Module):
+                def forward(self, losses, ids):
+                    return on_device(losses, ids, 4)
+        """,
+    })
+    assert found[("loss.py", 7, "RC005")] == "info"
+    assert found[("loss.py", 12, "RC005")] == "warning"  # the move is on one side only
