@@ -255,8 +255,11 @@ class ArgFacts:
             or scope.signature.startswith("ctx,")
         seen = passed - {"@"} if module_level else named | passed - {"@"}
         if kinds is PYTHON_KINDS:
-            # evidence of a flag or a number, and every function's default a literal or none
-            ok = bool(seen & PYTHON_EVIDENCE) and self._defaults[name] <= PYTHON_DEFAULTS
+            # evidence of a flag or a number, and every function's default a literal or none;
+            # a parameter only ever handed its callers' own (std -> Fn.apply(x, std)) takes
+            # the evidence of those callers, which the recursion below asks for
+            forwarded_only = not seen and "@" in passed and bool(self._from.get((node, name)))
+            ok = (bool(seen & PYTHON_EVIDENCE) or forwarded_only) and self._defaults[name] <= PYTHON_DEFAULTS
         elif module_level and not passed and node in self._callees:
             # called by the project, never with P (nor P= anywhere): P is always its default
             ok = default in kinds and named <= kinds

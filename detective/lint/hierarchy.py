@@ -203,6 +203,13 @@ class ClassHierarchy:
             tail = "/" + dotted.replace(".", "/") + ".py"
             memo[dotted] = [s for s in self.by_module.get(dotted.rsplit(".", 1)[1], ())
                             if ("/" + s.path.replace(os.sep, "/")).endswith(tail)]
+            if not memo[dotted]:
+                # A namespace directory above the top package (Megatron-LM's megatron/, no
+                # __init__.py, over the package core/): its files were named from inside it
+                # (core.transformer.router), the project imports megatron.core.transformer.router.
+                head, rest = dotted.split(".", 1)
+                memo[dotted] = [s for s in self.by_module.get(rest, ())
+                                if os.path.basename(os.path.normpath(s.root)) == head]
         return memo[dotted]
 
     def module_file(self, dotted: str, origin: FileSummary) -> FileSummary | None:

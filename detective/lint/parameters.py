@@ -137,7 +137,8 @@ class PythonValueEvidence:
     """Names a class's own code shows to hold Python values, whatever their parameter's
     name suggests: compared with a string (``layer_results == "end"`` in a helper that
     ``forward`` passes it to), checked against Python types only (``isinstance(p, bool)``),
-    passed as one of the sizes of ``x.view(B, H, W, C)`` and its kin,
+    passed as one of the sizes of ``x.view(B, H, W, C)`` and its kin, compared with two or more
+    integers along one ``if``/``elif`` chain (``if phase == 0: ... elif phase == 1:``),
     and in an ``autograd.Function`` (first parameter ``ctx``) stored on ``ctx``
     (``ctx.scale = scale``: tensors go through ``save_for_backward``) or read by string key
     (``opts["offload"]``: ``apply`` tracks only tensors passed as arguments themselves).
@@ -160,8 +161,12 @@ class PythonValueEvidence:
         self._params.pop()
 
     def _note(self, node: cst.BaseExpression) -> None:
-        if isinstance(node, cst.Name) and self._params and node.value in self._params[-1]:
-            self.names.add(node.value)
+        if isinstance(node, cst.Name):
+            self._note_name(node.value)
+
+    def _note_name(self, name: str) -> None:
+        if self._params and name in self._params[-1]:
+            self.names.add(name)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         sides = [node.left, *(t.comparator for t in node.comparisons)]
@@ -185,6 +190,22 @@ class PythonValueEvidence:
             for arg in node.args:  # x.view(B, H, W, C): H and W are sizes
                 if arg.keyword is None and not arg.star:
                     self._note(arg.value)
+
+    def visit_If(self, node: cst.If) -> None:
+        # if phase == 0: ... elif phase == 1: ...: a dispatch on a Python number (a tensor in
+        # an `if` is one value at most, and no code tests one against a list of modes)
+        literals: dict[str, set[str]] = {}
+        branch: cst.BaseSuite | cst.If | cst.Else | None = node
+        while isinstance(branch, cst.If):
+            test = branch.test
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                    and isinstance(test.comparisons[0].operator, cst.Equal) \
+                    and isinstance(test.left, cst.Name) and isinstance(test.comparisons[0].comparator, cst.Integer):
+                literals.setdefault(test.left.value, set()).add(test.comparisons[0].comparator.value)
+            branch = branch.orelse
+        for name, values in literals.items():
+            if len(values) > 1:
+                self._note_name(name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._ctx and self._ctx[-1] and isinstance(node.value, cst.Name) and any(

@@ -3,6 +3,7 @@ small project: what must stay silent, next to the look-alike that must still be 
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 from detective.lint.engine import lint_sources
@@ -1202,6 +1203,49 @@ _NAT = """
 
 def test_a_parameter_every_call_passes_a_python_value_is_no_tensor_read():
     assert lint({"nat.py": _NAT}) == [("nat.py", 7, "RC002", "info")]
+
+
+def test_a_setting_forwarded_through_a_helper_into_an_autograd_function_is_a_python_value():
+    # Megatron's router: apply_biased_logits(logits, self.config.moe_router_force_biased, n)
+    # passes std on to RandomSTEShared.apply(logits, std, n), whose forward tests `std < 0`.
+    found = lint({"moe.py": """
+        import torch
+
+        class RandomSTEShared(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, logits, std, layer_number):
+                if std < 0:                                       # line 7
+                    return logits
+                return logits + torch.randn_like(logits) * abs(std)
+
+        def apply_biased_logits(logits, std, layer_number=None):
+            return RandomSTEShared.apply(logits, std, layer_number)
+
+        class Router(torch.nn.Module):
+            def forward(self, logits):
+                return apply_biased_logits(logits, self.config.moe_router_force_biased, self.layer_number)
+    """})
+    assert found == [("moe.py", 7, "RC002", "info")]
+    # A tensor handed on by any caller keeps it a tensor.
+    tensor = lint({"moe.py": """
+        import torch
+
+        class RandomSTEShared(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, logits, std, layer_number):
+                if std < 0:                                       # line 7
+                    return logits
+                return logits
+
+        def apply_biased_logits(logits, std, layer_number=None):
+            return RandomSTEShared.apply(logits, std, layer_number)
+
+        class Router(torch.nn.Module):
+            def forward(self, logits):
+                a = apply_biased_logits(logits, self.config.moe_router_force_biased, 1)
+                return apply_biased_logits(a, logits.std(), 1)
+    """})
+    assert tensor == [("moe.py", 7, "RC002", "warning")]
 
 
 def test_one_tensor_given_to_that_parameter_keeps_the_warning():
@@ -2439,3 +2483,49 @@ def test_a_tensor_made_on_a_literal_cuda_device_needs_cuda_like_a_cuda_move():
     })
     assert found[("loss.py", 7, "RC005")] == "info"
     assert found[("loss.py", 12, "RC005")] == "warning"  # the move is on one side only
+
+
+def test_a_parameter_an_elif_chain_compares_with_several_int_literals_is_a_python_value():
+    # coqui TTS's AlignTTSLoss.forward(..., phase): `if phase == 0: ... elif phase == 1: ...`
+    # picks the training phase; a tensor compared once with a literal is still one.
+    found = lint({"loss.py": """
+        import torch
+
+        class AlignTTSLoss(torch.nn.Module):
+            def forward(self, logp, target, phase, mask):
+                loss = 0
+                if phase == 0:
+                    loss = logp.sum()
+                elif phase == 1:                                  # line 9
+                    loss = target.sum()
+                elif phase == 2:
+                    loss = (logp - target).sum()
+                if mask == 0:                                     # line 13
+                    loss = loss * 0
+                return loss
+    """})
+    assert found == [("loss.py", 13, "RC002", "warning")]
+
+
+def test_a_namespace_directory_above_the_top_package_is_part_of_imported_names(tmp_path, monkeypatch):
+    # Megatron-LM: megatron/ has no __init__.py, megatron/core/ is the package, and the
+    # project imports megatron.core.moe_utils.
+    from detective.lint.config import load_config
+    from detective.lint.engine import lint_paths
+
+    files = {
+        "pyproject.toml": "[project]\nname = 'm'\n",
+        "megatron/core/__init__.py": "",
+        "megatron/core/moe_utils.py": "def count(x):\n    return x.sum().item()\n",
+        "megatron/core/router.py": (
+            "import torch\nfrom megatron.core.moe_utils import count\n\n"
+            "class Router(torch.nn.Module):\n    def forward(self, x):\n        return count(x)\n"),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    result = lint_paths(["."], load_config(start=tmp_path))
+    found = [(f.path.replace(os.sep, "/"), f.line, f.code, [link.function for link in f.chain])
+             for f in result.findings]
+    assert found == [("megatron/core/moe_utils.py", 2, "RC001", ["Router.forward", "count"])]
