@@ -24,7 +24,7 @@ _LIVENESS = {"": 0, "once": 1, "dead": 2}
 from detective.lint.positions import LineIndex, code_at, resolve_offsets
 from detective.lint.rule import all_rules
 from detective.lint.semantic import SemanticModel
-from detective.lint.syntax import dotted_name
+from detective.lint.syntax import block_statements, dotted_name, ends_in_exit
 from detective.lint.signatures import call_shape
 
 _SUPPRESS = re.compile(
@@ -240,14 +240,22 @@ def _relative_imports(tree: cst.Module) -> list[str]:
 
 
 def _top_imports(tree: cst.Module, module: str, is_package: bool) -> list[str]:
-    """Modules the top-level statements import (not under ``try``/``if``), relative ones
+    """Modules the top-level statements import (not under ``if``, nor under a ``try`` one of
+    whose handlers lets the program go on), relative ones
     resolved against ``module``: ``from .ring import f`` in ``pkg.nn.attention`` gives
     ``pkg.nn.ring`` and ``pkg.nn.ring.f`` (``f`` may be a submodule)."""
     package = module.split(".") if is_package else module.split(".")[:-1]
     found: list[str] = []
+    lines = []
     for statement in tree.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
+        if isinstance(statement, cst.SimpleStatementLine):
+            lines.append(statement)
+        elif isinstance(statement, cst.Try) and statement.handlers and all(
+                ends_in_exit(h.body, raise_only=True) for h in statement.handlers):
+            # try: from deep_ep import Buffer / except ImportError: raise ImportError(...):
+            # the import is required all the same
+            lines += [s for s in block_statements(statement.body) if isinstance(s, cst.SimpleStatementLine)]
+    for statement in lines:
         for small in statement.body:
             if isinstance(small, cst.Import):
                 found += [dotted_name(a.name) for a in small.names]

@@ -32,7 +32,8 @@ XLA_PROGRAM_CALLS = SYNC_CALLS | STEP_CONTEXTS | STEP_TRACES | SYNCING_LOADERS |
 # CUDA-only ones, and flashlight/wav2letter, whose criteria run on CPU or CUDA memory
 # (they read data_ptr). See detective.lint.cuda_only.
 CUDA_PACKAGES = ("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm",
-                 "causal_conv1d", "selective_scan_cuda", "flashlight", "wav2letter")
+                 "causal_conv1d", "selective_scan_cuda", "deep_ep", "transformer_engine",
+                 "grouped_gemm", "megablocks", "flashlight", "wav2letter")
 # Of those, the ones that install and import only with CUDA: a file importing one at module
 # level cannot be imported on an XLA host (see detective.lint.importable).
 IMPORT_NEEDS_CUDA = tuple(p for p in CUDA_PACKAGES if p not in ("flashlight", "wav2letter"))

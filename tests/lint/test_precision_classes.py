@@ -2413,6 +2413,11 @@ def test_a_file_that_imports_a_cuda_only_package_at_module_level_is_info():
     # A package __init__ that needs CUDA: every module under it runs it first.
     fenced = dict(files, **{"pkg/nn/__init__.py": "from flash_attn import flash_attn_func\n"})
     assert _severities(fenced)[("pkg/nn/optional.py", 10, "RC005")] == "info"
+    # torchtitan's deepep.py: a try whose every handler raises imports unconditionally.
+    required = dict(files, **{"pkg/nn/optional.py": files["pkg/nn/optional.py"].replace(
+        "import flash_attn", "from deep_ep import ElasticBuffer").replace(
+        "flash_attn = None", "raise ImportError('DeepEP is required') from None")})
+    assert _severities(required)[("pkg/nn/optional.py", 10, "RC005")] == "info"
 
 
 def test_a_function_that_launches_a_triton_kernel_of_its_file_needs_a_gpu():
