@@ -31,13 +31,16 @@ FALSE_ON_XLA = frozenset({
 # The attention implementation an option names: transformers' `_attn_implementation ==
 # "flash_attention_2"`, llm-foundry's `attn_impl == 'flash'`.
 FLASH_IMPLEMENTATIONS = ("flash_attention", "flash_attn", "flash-attn", "flash-attention")
+# Named whole: llm-foundry's `attn_impl == 'flash'`, Megatron's `attn_impl == "te"` (Transformer
+# Engine's fused attention, CUDA-only like flash_attn).
+CUDA_ONLY_IMPLEMENTATIONS = frozenset({"flash", "te", "transformer_engine"})
 FLASH_OPTION = re.compile(r"(attn|attention)_?impl")
 
 
 def cuda_sense(test: cst.BaseExpression, resolve) -> int:
     """+1 when ``test`` is true only where the CUDA ``flash_attn`` package works, -1 when it is
     false only there, 0 otherwise: ``self.config._attn_implementation == "flash_attention_2"``,
-    ``attn_impl == "flash"``,
+    ``attn_impl == "flash"``, ``attn_impl == "te"``,
     ``is_flash_attn_2_available()``, ``is_flash_attn_greater_or_equal_2_10()``. The side it
     guards never runs on an XLA host (see :mod:`detective.lint.cuda_only`)."""
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
@@ -55,7 +58,7 @@ def cuda_sense(test: cst.BaseExpression, resolve) -> int:
         sides = (test.left, target.comparator)
         texts = [T.literal_string(side) for side in sides]
         names = [dotted_tail(side) for side in sides if isinstance(side, (cst.Name, cst.Attribute))]
-        if any(t and (t == "flash" or t.startswith(FLASH_IMPLEMENTATIONS)) for t in texts) \
+        if any(t and (t in CUDA_ONLY_IMPLEMENTATIONS or t.startswith(FLASH_IMPLEMENTATIONS)) for t in texts) \
                 and any(FLASH_OPTION.search(n) for n in names):
             if isinstance(target.operator, (cst.Equal, cst.Is)):
                 return 1
@@ -64,7 +67,8 @@ def cuda_sense(test: cst.BaseExpression, resolve) -> int:
     return 0
 
 
-FLASH_BRANCH = "in a flash-attention branch, which needs the CUDA flash_attn package"
+FLASH_BRANCH = ("in a branch for a CUDA-only attention implementation (flash_attn, Transformer Engine), "
+                "which needs CUDA")
 CUDA_BRANCH = "in a branch taken only where CUDA is in use"
 CUDA_TEST = "in a test that reads tensors only where CUDA is in use"
 # A repository's own CUDA switch (``USE_CUDA = os.environ.get("USE_CUDA")``, ``args.cuda``,

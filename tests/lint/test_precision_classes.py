@@ -912,6 +912,8 @@ def test_a_flash_attention_implementation_named_by_another_option_is_info():
                         raise NotImplementedError("left padding")
                 if attn_impl != "flash-attn" and attention_mask[:, 0].sum() > 0:  # info-free side
                     return None
+                if attn_impl == "te" and sequence_id is None:      # Megatron: Transformer Engine
+                    return attention_mask[attention_mask > 0]     # info
                 return sequence_id
 
             class MPT(torch.nn.Module):
@@ -921,6 +923,7 @@ def test_a_flash_attention_implementation_named_by_another_option_is_info():
     })
     assert ("mpt.py", 6, "RC002", "info") in found
     assert ("mpt.py", 8, "RC002", "warning") in found
+    assert ("mpt.py", 11, "RC005", "info") in found
 
 
 def test_the_side_of_a_project_cuda_switch_is_info_and_no_xla_compile():
