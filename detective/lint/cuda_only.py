@@ -53,12 +53,15 @@ _LIBRARY_ROOTS = frozenset({"torch", "numpy", "math", "os", "sys", "logging", "t
                             "collections", "itertools", "functools", "re", "json", "time"})
 
 
-def is_cuda_call(dotted: str | None, method: str | None) -> bool:
+def is_cuda_call(dotted: str | None, method: str | None, own_package: str = "") -> bool:
+    """``own_package``: the top package of the calling file (state-spaces/mamba is mamba_ssm:
+    its calls into its own modules are no kernel calls; what those modules do decides)."""
     if method == "cuda":
         return True
     if not dotted:
         return False
-    return dotted in CUDA_CALLS or dotted.split(".", 1)[0] in CUDA_PACKAGES
+    head = dotted.split(".", 1)[0]
+    return dotted in CUDA_CALLS or (head in CUDA_PACKAGES and head != own_package)
 
 
 # Tensor methods that take a device: `.to("cuda")`, `x.new_zeros(n, device="cuda")`.
@@ -89,6 +92,7 @@ class CudaScopes:
 
     def __init__(self, model):
         self.model = model
+        self.own_package = model.module_name.split(".", 1)[0]
         self.direct: set[int] = set()  # ids of calls that need CUDA
         self.moves: set[int] = set()  # ids of .cuda() calls: they count under any test but a device one
         self.targets: dict[int, str] = {}  # id(call) -> an imported function it calls
@@ -137,7 +141,8 @@ class CudaScopes:
         prefix = _globals_prefix(value)
         if prefix and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self._picked[(self.model.scope.qualname, node.targets[0].target.value)] = prefix
-        if class_name and isinstance(value, cst.Call) and is_cuda_call(self.model.resolve(value.func), None):
+        if class_name and isinstance(value, cst.Call) \
+                and is_cuda_call(self.model.resolve(value.func), None, self.own_package):
             for target in node.targets:
                 attr = T.self_attr(target.target)
                 if attr:
@@ -156,7 +161,7 @@ class CudaScopes:
             self._launches.append((id(node), model.scope.qualname, func.value.value))
         dotted = model.resolve(func)
         on_cuda = _made_on_cuda(node, dotted, method, model.resolve)
-        if on_cuda or is_cuda_call(dotted, method):
+        if on_cuda or is_cuda_call(dotted, method, self.own_package):
             self.direct.add(id(node))
             self.direct_in.add(model.scope.qualname)
             if on_cuda or method == "cuda" or dotted in CUDA_CALLS:  # the device itself, not a kernel package

@@ -19,7 +19,8 @@ that installs and imports only with CUDA (``flash_attn``, ``mamba_ssm``: see
 :data:`detective.lint.api_names.IMPORT_NEEDS_CUDA`), or of a project module that is such a
 file (nanotron's ``nn/attention.py`` imports ``nn/llama3_ring_attention.py``, which imports
 ``flash_attn``). Importing a module runs its packages' ``__init__`` first, so a package
-``__init__`` that is such a file makes every module under it one. None of their code runs on
+``__init__`` that is such a file makes every module under it one. The package itself
+(state-spaces/mamba is ``mamba_ssm``) is judged by what its own modules import. None of their code runs on
 an XLA host; under torch.compile on CUDA it does, as for other code that needs CUDA, and the
 findings are ``info`` with the import chain named.
 
@@ -131,11 +132,14 @@ def cuda_only_imports(summaries: list[FileSummary]) -> dict[str, str]:
     package in :data:`IMPORT_NEEDS_CUDA` directly or through project modules (a module name
     two files share, such as scripts' ``utils``, is not followed)."""
     names = Counter(s.module for s in summaries if s.module)
+    # The package itself (state-spaces/mamba is mamba_ssm): its own modules are judged by
+    # what they import, through the module chain below.
+    own = {s.module.split(".", 1)[0] for s in summaries if s.module}
     why: dict[str, str] = {}  # path -> the import that decides it
     cuda_modules: set[str] = set()  # unique module names of such files
     for summary in summaries:
         package = next((n.split(".", 1)[0] for n in summary.top_imports
-                        if n.split(".", 1)[0] in IMPORT_NEEDS_CUDA), None)
+                        if n.split(".", 1)[0] in IMPORT_NEEDS_CUDA and n.split(".", 1)[0] not in own), None)
         if package is not None:
             why[summary.path] = f"imports {package} at module level, which needs CUDA"
             if names[summary.module] == 1:

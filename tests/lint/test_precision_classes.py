@@ -2423,6 +2423,50 @@ def test_a_file_that_imports_a_cuda_only_package_at_module_level_is_info():
     assert _severities(required)[("pkg/nn/optional.py", 10, "RC005")] == "info"
 
 
+def test_the_cuda_only_package_itself_is_judged_by_what_its_modules_import():
+    # state-spaces/mamba is mamba_ssm: its own `from mamba_ssm.ops import ...` names project
+    # modules, CUDA-only only where they import a CUDA extension (selective_scan_cuda).
+    found = {(f.path, f.line): (f.severity, f.message) for f in lint_sources({k: textwrap.dedent(v) for k, v in {
+        "mamba_ssm/__init__.py": "",
+        "mamba_ssm/ops/__init__.py": "",
+        "mamba_ssm/ops/scan.py": """
+            import torch
+            import selective_scan_cuda
+
+            def scan(x):
+                return x[x > 0]
+        """,
+        "mamba_ssm/ops/pure.py": """
+            import torch
+
+            def ref(x):
+                return x[x > 0]
+        """,
+        "mamba_ssm/modules/__init__.py": "",
+        "mamba_ssm/modules/simple.py": """
+            import torch
+            from mamba_ssm.ops.pure import ref
+
+            class Simple(torch.nn.Module):
+                def forward(self, x):
+                    return ref(x) + x[x > 0].sum()
+        """,
+        "mamba_ssm/modules/fast.py": """
+            import torch
+            from mamba_ssm.ops.scan import scan
+
+            class Fast(torch.nn.Module):
+                def forward(self, x):
+                    return scan(x) + x[x > 0].sum()
+        """,
+    }.items()})}
+    assert found[("mamba_ssm/modules/simple.py", 7)][0] == "warning"
+    assert found[("mamba_ssm/ops/pure.py", 5)][0] == "warning"
+    severity, message = found[("mamba_ssm/modules/fast.py", 7)]
+    assert severity == "info" and "imports mamba_ssm.ops.scan at module level" in message
+    assert "imports selective_scan_cuda at module level" in found[("mamba_ssm/ops/scan.py", 6)][1]
+
+
 def test_a_function_that_launches_a_triton_kernel_of_its_file_needs_a_gpu():
     # nanotron's ring_attention_lucidrain.py (a copy of flash-attn's Triton kernels): the
     # launcher's grid reads META, and the launcher runs only where Triton has a GPU.
