@@ -14,7 +14,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.guard_syntax import is_config, is_metadata
-from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor
+from detective.lint.parameters import annotation_is_plain, element_annotation, param_is_tensor, python_type_check
 from detective.lint.placement import Placement
 from detective.lint.walker import walk
 
@@ -64,6 +64,7 @@ class TensorInference(Placement):
         self.rests_on: dict[int, tuple[str, ...]] = {}
         self._guessed: list[str] | None = None  # collecting while a truth test is read
         self._unguessed = False  # asking again with guessed parameters taken for no tensor
+        self._narrowed: set[str] = set()  # names an isinstance test before them made Python numbers
 
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         return param_is_tensor(param, is_forward=is_forward)
@@ -99,7 +100,7 @@ class TensorInference(Placement):
         model = self.model
         if isinstance(node, cst.Name):
             function = model.function
-            if node.value not in function.tensor_names:
+            if node.value not in function.tensor_names or node.value in self._narrowed:
                 return False
             if self._guessed is not None and node.value in function.guessed_names:
                 if self._unguessed:
@@ -258,7 +259,18 @@ class TensorInference(Placement):
         if id(node) in dead:
             return False
         if isinstance(node, cst.BooleanOperation):
-            return self._reads_value(node.left, dead) or self._reads_value(node.right, dead)
+            if self._reads_value(node.left, dead):
+                return True
+            # `not isinstance(t, (int, float)) or t != 1`, `isinstance(t, float) and t > 0.5`:
+            # the right side runs only when t is a Python number
+            narrowed = _narrowed_to_python(node)
+            if not narrowed or narrowed in self._narrowed:
+                return self._reads_value(node.right, dead)
+            self._narrowed.add(narrowed)
+            try:
+                return self._reads_value(node.right, dead)
+            finally:
+                self._narrowed.discard(narrowed)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             return self._reads_value(node.expression, dead)
         return self.is_tensor(node)
@@ -377,3 +389,14 @@ class TensorInference(Placement):
         """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host."""
         return any(isinstance(t.operator, (cst.In, cst.NotIn)) and self.is_tensor(t.comparator)
                    and T.literal_string(node.left) is None for t in node.comparisons)
+
+
+def _narrowed_to_python(node: cst.BooleanOperation) -> str:
+    """The name the left operand leaves a Python scalar for the right one: ``isinstance(p,
+    float) and ...``, ``not isinstance(p, (int, float)) or ...``; "" otherwise."""
+    left = node.left
+    if isinstance(node.operator, cst.And):
+        return python_type_check(left)
+    if isinstance(left, cst.UnaryOperation) and isinstance(left.operator, cst.Not):
+        return python_type_check(left.expression)
+    return ""

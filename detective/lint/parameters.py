@@ -133,6 +133,17 @@ SIZE_TAKING_METHODS = frozenset({"view", "reshape", "expand", "new_zeros", "new_
 PYTHON_TYPES = frozenset({"bool", "int", "float", "str"})
 
 
+def python_type_check(node: cst.BaseExpression) -> str:
+    """``p`` of ``isinstance(p, (int, float))`` (Python scalar types only), else ""."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance"
+            and len(node.args) == 2 and isinstance(node.args[0].value, cst.Name)):
+        return ""
+    kinds = node.args[1].value
+    kinds = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return node.args[0].value.value \
+        if all(isinstance(k, cst.Name) and k.value in PYTHON_TYPES for k in kinds) else ""
+
+
 class PythonValueEvidence:
     """Names a class's own code shows to hold Python values, whatever their parameter's
     name suggests: compared with a string (``layer_results == "end"`` in a helper that
@@ -179,12 +190,9 @@ class PythonValueEvidence:
             self._note(node.left)  # assert reduction_override in (None, "none", "mean", "sum")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "isinstance" and len(node.args) == 2 \
-                and isinstance(node.args[0].value, cst.Name):
-            kinds = node.args[1].value
-            kinds = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-            if all(isinstance(k, cst.Name) and k.value in PYTHON_TYPES for k in kinds):
-                self._note(node.args[0].value)
+        checked = python_type_check(node)
+        if checked:
+            self._note_name(checked)
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value in SIZE_TAKING_METHODS \
                 and len(node.args) > 1:
             for arg in node.args:  # x.view(B, H, W, C): H and W are sizes

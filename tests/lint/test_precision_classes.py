@@ -2581,3 +2581,31 @@ def test_a_namespace_directory_above_the_top_package_is_part_of_imported_names(t
     found = [(f.path.replace(os.sep, "/"), f.line, f.code, [link.function for link in f.chain])
              for f in result.findings]
     assert found == [("megatron/core/moe_utils.py", 2, "RC001", ["Router.forward", "count"])]
+
+
+def test_an_isinstance_test_narrows_the_other_operand_of_or_and_and():
+    # PyG's SoftmaxAggregation: `if not isinstance(t, (int, float)) or t != 1:` compares t
+    # only when it is a Python number; a test that does not narrow keeps the finding.
+    found = lint({"aggr.py": """
+        import torch
+
+        class Softmax(torch.nn.Module):
+            def __init__(self, t, learn):
+                super().__init__()
+                self.t = torch.nn.Parameter(torch.empty(1)) if learn else t
+
+            def forward(self, x):
+                t = self.t
+                if self.channels != 1:
+                    assert isinstance(t, torch.Tensor)
+                    t = t.view(-1, self.channels)
+                alpha = x
+                if not isinstance(t, (int, float)) or t != 1:
+                    alpha = x * t
+                if isinstance(t, float) and t > 0.5:
+                    alpha = alpha * 2
+                if isinstance(alpha, float) and t > 0.5:      # line 19: narrows alpha, not t
+                    alpha = alpha * 3
+                return alpha
+    """})
+    assert found == [("aggr.py", 19, "RC002", "warning")]
