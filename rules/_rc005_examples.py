@@ -24,6 +24,30 @@ class Gate(torch.nn.Module):
 """
 
 VALID = [
+    # One-time k-means initialisation of a codebook (vector-quantize-pytorch): the method
+    # returns at once when the flag is set, and sets it at its end, so what follows the
+    # guard runs at the first forward only. The guard itself reads a buffer (RC002's).
+    Valid("""
+import torch
+
+class Codebook(torch.nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.register_buffer("initted", torch.tensor(False))
+        self.embed = torch.nn.Parameter(torch.randn(n, d))
+
+    def init_embed_(self, data, mask=None):
+        if self.initted:
+            return
+        if mask is not None:
+            data = data[mask]
+        self.embed.data.copy_(data[: self.embed.shape[0]])
+        self.initted.data.copy_(torch.tensor(True))
+
+    def forward(self, x, mask):
+        self.init_embed_(x, mask=mask)
+        return x @ self.embed.t()
+"""),
     # A slice object named like a mask (transformers' SAM2 video mask decoder).
     Valid("""
 import torch
@@ -157,6 +181,21 @@ class Sampler(torch.nn.Module):
 """
 
 INVALID = [
+    # The same guard on a flag the method never sets: the rest runs every forward.
+    Invalid("""
+import torch
+
+class Codebook(torch.nn.Module):
+    def init_embed_(self, data, mask):
+        if self.initted:
+            return
+        return data[mask]
+
+    def forward(self, x, mask):
+        return self.init_embed_(x, mask)
+""",
+        line=8,
+    ),
     # The same name from a boolean array made on the host (fairseq's wav2vec 2.0): a mask.
     Invalid("""
 import torch

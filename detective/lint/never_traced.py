@@ -9,7 +9,8 @@ the step-region logic, which reads the sync index it keeps per block). Marked as
   None, a key test on a mapping whose key an earlier statement of the block reads on XLA),
   and the right side of ``and``/``or`` that short-circuits on XLA;
 - the body of one-time lazy set-up (``if not self._initialized:``; also counted as
-  ``once``: it runs, but once), of a cache fill (``if L not in self.ops: ...
+  ``once``: it runs, but once), the rest of a block after ``if self.initted: return`` where
+  that block sets the flag, of a cache fill (``if L not in self.ops: ...
   self.ops[L] = build(L)``: once per key, such as each new sequence length), and of a state
   undone by its own method (``if self.merged: self.unmerge()``);
 - error paths: blocks ending in ``raise``, assert messages, the exception raised,
@@ -24,7 +25,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.once_branches import runs_once
+from detective.lint.once_branches import done_setup_guard, runs_once
 from detective.lint.syntax import bound_names, ends_in_exit
 from detective.lint.xla_branches import CUDA_BRANCH, CUDA_TEST, FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, \
     compile_sense, cuda_flag_sense, cuda_sense, device_generator, lazy_init_test, set_to_none, xla_sense
@@ -38,9 +39,10 @@ class NeverTraced:
 
     def _init_never_traced(self) -> None:
         # Blocks on the walk's path: [statement index map, current index, index of a sync,
-        # rest of the block dead (after an XLA early return)].
-        # ..., rest of the block never traced by torch.compile (after `if is_compiling(): return`)]
-        self._blocks: list[list] = [[{}, -1, None, False, False]]
+        # rest of the block dead (after an XLA early return),
+        # rest of the block never traced by torch.compile (after `if is_compiling(): return`),
+        # the block's statements, rest of the block one-time set-up (after `if self.initted: return`)]
+        self._blocks: list[list] = [[{}, -1, None, False, False, (), False]]
         self.dead: set[int] = set()  # nodes that never run traced on XLA (or run once only)
         self.once: set[int] = set()  # of those, one-time lazy initialisation (runs, once)
         self.once_depth = 0
@@ -76,7 +78,7 @@ class NeverTraced:
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         # A block that ends in `raise` is an error path: what it reads runs once, failing.
         failing = ends_in_exit(node, raise_only=True)
-        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing, False])
+        self._blocks.append([{id(s): i for i, s in enumerate(node.body)}, -1, None, failing, False, node.body, False])
         if failing:
             self.dead_depth += 1
 
@@ -96,6 +98,9 @@ class NeverTraced:
             self.dead_depth -= 1
         if block[4]:
             self.uncompiled_depth -= 1
+        if block[6]:
+            self.dead_depth -= 1
+            self.once_depth -= 1
 
     def untrack(self, node: cst.CSTNode) -> None:
         """Called on leaving every node while some node is marked dead or CUDA-only."""
@@ -233,6 +238,13 @@ class NeverTraced:
             if not block[3]:
                 block[3] = True
                 self.dead_depth += 1
+        # if self.initted: return ... self.initted.fill_(True) -> the rest is one-time set-up.
+        block = self._blocks[-1]
+        index = block[0].get(id(node))
+        if not block[6] and index is not None and done_setup_guard(node, block[5][index + 1:]):
+            block[6] = True
+            self.dead_depth += 1
+            self.once_depth += 1
         # if torch.compiler.is_compiling(): return x -> the rest is never traced by torch.compile.
         if node.orelse is None and compile_sense(node.test, self.model.resolve, self._compiling_helpers) > 0 and ends_in_exit(node.body):
             block = self._blocks[-1]

@@ -1,7 +1,8 @@
 """Branches that run once (or once per key), not every step: shapes of an ``if`` statement.
 
 :class:`detective.lint.never_traced.NeverTraced` marks their bodies as not traced per step:
-a cache fill, a memo fill and a state undone by its own method.
+a cache fill, a memo fill and a state undone by its own method; and the rest of a block
+after a set-up guard that returns once the set-up is done (``if self.initted: return``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from detective.lint.syntax import block_statements, plain_dotted_name
+from detective.lint.walker import walk
 
 
 def runs_once(node: cst.If) -> bool:
@@ -68,3 +70,43 @@ def undoes_state(node: cst.If) -> bool:
     flag, method = flag[len("self."):], method[len("self."):]
     return "." not in flag and "." not in method and method.startswith("un") and len(method) > 4 \
         and flag.lstrip("_").startswith(method[2:].lstrip("_"))
+
+
+def done_setup_guard(node: cst.If, rest) -> bool:
+    """``if self.initted: return`` where a later statement of the block (``rest``) sets the
+    flag (``self.initted = True``, ``self.initted.data.copy_(...)``, ``.fill_(True)``): the
+    rest of the block is one-time set-up (k-means initialisation of a codebook), not run
+    every step. The flag must name initialisation, as for ``if not self._initialized:``."""
+    test = node.test
+    if isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute) \
+            and test.func.attr.value == "item":
+        test = test.func.value  # if self.initted.item(): return
+    flag = plain_dotted_name(test)
+    if node.orelse is not None or not flag.startswith("self.") or flag.count(".") != 1 \
+            or "init" not in flag.lower() or not _leaves(node.body):
+        return False
+    return any(_sets(statement, flag) for statement in rest)
+
+
+def _leaves(body: cst.BaseSuite) -> bool:
+    statements = block_statements(body)
+    return len(statements) == 1 and isinstance(statements[0], cst.SimpleStatementLine) \
+        and isinstance(statements[0].body[-1], cst.Return)
+
+
+def _sets(statement: cst.CSTNode, flag: str) -> bool:
+    """Does ``statement`` (at any depth, not in a nested def) assign ``flag`` or update it in
+    place?"""
+    found = []
+
+    def visit(node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Assign) and any(plain_dotted_name(t.target) == flag for t in node.targets):
+            found.append(node)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value.endswith("_") and not node.func.attr.value.startswith("_") \
+                and plain_dotted_name(node.func.value) in (flag, flag + ".data"):
+            found.append(node)
+        return not found and not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+
+    walk(statement, visit, lambda node: None)
+    return bool(found)
