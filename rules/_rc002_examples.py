@@ -16,6 +16,25 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # An `if isinstance(p, int):` side reads a Python number, whatever `p` was annotated
+    # (OLMo-core's LM head, wenet's positional encodings).
+    Valid("""
+import torch
+from typing import Union
+
+class Head(torch.nn.Module):
+    def forward(self, x, keep: Union[int, torch.Tensor] = 0, offset: Union[int, torch.Tensor] = 0):
+        if isinstance(keep, int):
+            if keep != 0:
+                x = x[:, -keep:]
+        else:
+            x = x.gather(1, keep)
+        if not isinstance(offset, int):
+            x = x + offset
+        else:
+            assert offset < 10
+        return x
+"""),
     # SAM2's _use_multimask: a helper returns a Python bool through a local.
     Valid("""
 import torch
@@ -402,6 +421,21 @@ class Pipe(FreeInitMixin):
     ),
 ]
 INVALID = [
+    # ...but not on the other side, where it is the tensor.
+    Invalid("""
+import torch
+from typing import Union
+
+class Head(torch.nn.Module):
+    def forward(self, x, offset: Union[int, torch.Tensor] = 0):
+        if isinstance(offset, int):
+            assert offset < 10
+        else:
+            assert torch.max(offset) < 10
+        return x + offset
+""",
+        line=10,
+    ),
     # The forward's **kwargs do carry the batch.
     Invalid(
         """

@@ -22,7 +22,7 @@ from detective.lint.api_names import COMPILE_CALLS, COMPILER_MODULES, NON_TENSOR
 from detective.lint.bindings import Bindings
 from detective.lint.inference import TensorInference
 from detective.lint.model import ClassInfo, Scope
-from detective.lint.parameters import annotation_is_scalar, python_valued_names
+from detective.lint.parameters import annotation_is_scalar, python_type_check, python_valued_names
 from detective.lint.project_facts import COMPILE_FACT
 from detective.lint.syntax import dotted_name
 
@@ -104,6 +104,10 @@ class SemanticModel(Bindings):
         self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
         self._targets: dict[int, str | None] = {}  # id(func) -> call_target, while the aliases hold
         self._defs: list[cst.FunctionDef] = []  # the functions being walked, innermost last
+        # `if isinstance(p, int):` -> id of the side where p is a Python number -> p; the
+        # sides being walked with such a name, innermost last (infer._narrowed holds it).
+        self._narrowing: dict[int, str] = {}
+        self._narrowed_sides: list[tuple[int, str]] = []
         module_scope = Scope(qualname="<module>", display="<module>", line=1)
         self.scopes["<module>"] = module_scope
         self.functions.append(FunctionFrame(module_scope))
@@ -346,6 +350,33 @@ class SemanticModel(Bindings):
         self._defs.pop()
         self.functions.pop()
         self._targets.clear()
+
+    def visit_If(self, node: cst.If) -> None:
+        """``if isinstance(p, int): ...`` (Python scalar types only): in that side ``p`` is a
+        Python number, whatever it was annotated (``offset: Union[int, Tensor]``); likewise
+        the ``else`` of ``if not isinstance(p, int)``."""
+        test = node.test
+        name = python_type_check(test)
+        if name:
+            self._narrowing[id(node.body)] = name
+        elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+                and isinstance(node.orelse, cst.Else):
+            name = python_type_check(test.expression)
+            if name:
+                self._narrowing[id(node.orelse.body)] = name
+
+    def visit_IndentedBlock(self, node: cst.BaseSuite) -> None:
+        name = self._narrowing.pop(id(node), None) if self._narrowing else None
+        if name and name not in self.infer._narrowed:
+            self.infer._narrowed.add(name)
+            self._narrowed_sides.append((id(node), name))
+
+    def leave_IndentedBlock(self, node: cst.BaseSuite) -> None:
+        if self._narrowed_sides and self._narrowed_sides[-1][0] == id(node):
+            self.infer._narrowed.discard(self._narrowed_sides.pop()[1])
+
+    visit_SimpleStatementSuite = visit_IndentedBlock
+    leave_SimpleStatementSuite = leave_IndentedBlock
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         qualname = self.qualify(node.name.value)
