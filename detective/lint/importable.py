@@ -73,10 +73,20 @@ def generation_sources(summaries: list[FileSummary]) -> dict[str, str]:
         made = sorted(generated, key=lambda p: (not posixpath.basename(p).startswith("modeling"), p))
         what = made[0] if len(made) == 1 else f"{made[0]} and {len(made) - 1} more"
         for path, shown in by_name.get(posixpath.basename(named), ()):
-            if shown not in generated and (named == path or named.endswith("/" + path) or path.endswith("/" + named)):
+            if shown not in generated and _same_file(named, path):
                 found[shown] = (f"this file is the source {what} {'is' if len(made) == 1 else 'are'} generated from; "
                                 "the generated code is what runs, and the finding stands there")
     return found
+
+
+def _same_file(named: str, path: str) -> bool:
+    """Does the header's path name this linted file? They agree on their last three parts
+    (fewer when either is shorter): the header names the repository's layout
+    (``src/transformers/models/x/modular_x.py``), the linted path may be relative to the
+    package or an installed copy (``.../site-packages/transformers/models/x/modular_x.py``)."""
+    a, b = named.strip("/").split("/"), path.strip("/").split("/")
+    k = min(3, len(a), len(b))
+    return a[-k:] == b[-k:]
 
 
 def unimportable_files(summaries: list[FileSummary], on_disk=None) -> dict[str, str]:

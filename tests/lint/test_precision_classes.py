@@ -2023,6 +2023,11 @@ def test_the_source_a_generated_file_names_in_its_header_is_info():
     severity, message = found[("transformers/models/x/modular_x.py", 6)]
     assert severity == "info"
     assert "this file is the source transformers/models/x/modeling_x.py is generated from" in message
+    # The installed package's layout (no src/), as `detective lint /.../site-packages/transformers`
+    # names its files: the same two files.
+    installed = {"site-packages/transformers/models/x/modular_x.py": MODULAR_MODEL,
+                 "site-packages/transformers/models/x/modeling_x.py": header + MODULAR_MODEL}
+    assert _severities(installed)[("site-packages/transformers/models/x/modular_x.py", 6, "RC005")] == "info"
     # No header naming it: both are code that runs.
     plain = {"transformers/models/x/modular_x.py": MODULAR_MODEL,
              "transformers/models/x/modeling_x.py": MODULAR_MODEL}
