@@ -11,8 +11,9 @@ kernel of the file (``_bwd_kernel[grid](...)``; Triton has GPU backends only), o
 another function that needs CUDA. A call under ``if`` counts only when both sides make
 one, except a ``.cuda()`` under a test that is not about the device (``if scale is None:``,
 lazy set-up): the program takes that side sooner or later, and on a TPU host it fails there.
-A loop body, a ``try`` body or code after a conditional ``return`` does not count (it may
-not run). A function chosen from the module's own by a name prefix
+A loop body or a ``try`` body does not count (it may not run); code after a conditional
+``return`` counts only when the returning side made the call too, and a way that raises is
+an error path, not a way around the call. A function chosen from the module's own by a name prefix
 (``globals()[f"emulate_int8_{method}"]``, then called) needs CUDA when all the candidates do.
 A module the project's ``setup.py`` builds (``CppExtension("fairseq.libbase", ...)``,
 ``CUDAExtension``, ``Extension``) counts as such a package once the files are joined, where
@@ -198,7 +199,7 @@ class CudaScopes:
         if self.targets:
             for qualname, function in self.functions.items():
                 must = _must_targets(block_statements(function.body), self.targets, self._holding, self._exiting)
-                if must:
+                if must:  # (None: it only raises)
                     scopes[qualname].must_calls = sorted(must)
                     scopes[qualname].tensor_calls = sorted(must & self._tensor_targets)
         for call, caller, class_name, attr in self.attr_calls:
@@ -257,28 +258,41 @@ def _exits(node: cst.CSTNode) -> bool:
     return any(_exits(child) for child in syntax_children(node) if not isinstance(child, _NESTED))
 
 
-def _must_run(statements, hits: set[int], moves: set[int]) -> bool:
+def _must_run(statements, hits: set[int], moves: set[int]) -> bool | None:
     """Does every way through ``statements`` make one of the calls in ``hits``? A call in
-    ``moves`` (``.cuda()``) counts on either side of a test that does not choose a device."""
-    for statement in statements:
+    ``moves`` (``.cuda()``) counts on either side of a test that does not choose a device.
+    An ``if`` that may return (``if cache is not None: return kernel_with_cache(...)``)
+    counts when its side makes the call and so does the rest of the block. A way that
+    raises first is an error path, not a way around the call: None when every way raises
+    (falsy, so a stub that only raises needs nothing)."""
+    statements = list(statements)
+    for index, statement in enumerate(statements):
         if isinstance(statement, cst.SimpleStatementLine):
             if _contains(statement, hits):
                 return True
+            if any(isinstance(small, cst.Raise) for small in statement.body):
+                return None
         elif isinstance(statement, cst.If):
             if _contains(statement.test, hits):
                 return True
             orelse = statement.orelse
             rest = () if orelse is None else (orelse,) if isinstance(orelse, cst.If) else block_statements(orelse.body)
-            if orelse is not None and _must_run(block_statements(statement.body), hits, moves) \
-                    and _must_run(rest, hits, moves):
-                return True
+            if orelse is not None:
+                both = _meet(_must_run(block_statements(statement.body), hits, moves), _must_run(rest, hits, moves))
+                if both is not False:
+                    return both
             if moves and not _chooses_device(statement.test) and (
                     _must_run(block_statements(statement.body), moves, moves) or _must_run(rest, moves, moves)):
                 return True
+            if orelse is None and _exits(statement):
+                return _meet(_must_run(block_statements(statement.body), hits, moves),
+                             _must_run(statements[index + 1:], hits, moves))
         elif isinstance(statement, cst.With):
-            if any(_contains(item, hits) for item in statement.items) \
-                    or _must_run(block_statements(statement.body), hits, moves):
+            if any(_contains(item, hits) for item in statement.items):
                 return True
+            inside = _must_run(block_statements(statement.body), hits, moves)
+            if inside is not False:
+                return inside
         elif isinstance(statement, cst.For):
             if _contains(statement.iter, hits):
                 return True
@@ -290,12 +304,21 @@ def _must_run(statements, hits: set[int], moves: set[int]) -> bool:
     return False
 
 
-def _must_targets(statements, targets: dict[int, str], holding: set[int], exiting: set[int]) -> set[str]:
+def _meet(a: bool | None, b: bool | None) -> bool | None:
+    """Two ways out of a test: a side that only raises leaves the other to decide."""
+    return b if a is None else a if b is None else (a and b)
+
+
+def _must_targets(statements, targets: dict[int, str], holding: set[int], exiting: set[int]) -> set[str] | None:
     """The imported functions (``targets`` of call ids) every way through ``statements`` calls,
-    by the rules of :func:`_must_run`; ``holding``: the statements that hold such calls,
-    ``exiting``: those that may leave early."""
+    by the rules of :func:`_must_run` (None: every way raises); ``holding``: the statements
+    that hold such calls, ``exiting``: those that may leave early."""
     found: set[str] = set()
-    for statement in statements:
+    statements = list(statements)
+    for index, statement in enumerate(statements):
+        if isinstance(statement, cst.SimpleStatementLine) \
+                and any(isinstance(small, cst.Raise) for small in statement.body):
+            return None  # raise RuntimeError(...): an error path, whatever it calls
         if id(statement) not in holding:
             pass
         elif isinstance(statement, cst.SimpleStatementLine):
@@ -305,12 +328,19 @@ def _must_targets(statements, targets: dict[int, str], holding: set[int], exitin
             orelse = statement.orelse
             if orelse is not None:
                 rest = (orelse,) if isinstance(orelse, cst.If) else block_statements(orelse.body)
-                found |= _must_targets(block_statements(statement.body), targets, holding, exiting) \
-                    & _must_targets(rest, targets, holding, exiting)
+                both = _meet_targets(_must_targets(block_statements(statement.body), targets, holding, exiting),
+                                     _must_targets(rest, targets, holding, exiting))
+                if both is None:
+                    return None
+                found |= both
+            elif id(statement) in exiting:  # the side may return: what it and the rest both call
+                both = _meet_targets(_must_targets(block_statements(statement.body), targets, holding, exiting),
+                                     _must_targets(statements[index + 1:], targets, holding, exiting))
+                return None if both is None else found | both
         elif isinstance(statement, cst.With):
             for item in statement.items:
                 found |= _targets_in(item, targets)
-            found |= _must_targets(block_statements(statement.body), targets, holding, exiting)
+            found |= _must_targets(block_statements(statement.body), targets, holding, exiting) or set()
         elif isinstance(statement, cst.For):
             found |= _targets_in(statement.iter, targets)
         elif isinstance(statement, cst.While):
@@ -318,6 +348,10 @@ def _must_targets(statements, targets: dict[int, str], holding: set[int], exitin
         if id(statement) in exiting:
             break
     return found
+
+
+def _meet_targets(a: set[str] | None, b: set[str] | None) -> set[str] | None:
+    return b if a is None else a if b is None else a & b
 
 
 def _targets_in(node: cst.CSTNode, targets: dict[int, str]) -> set[str]:

@@ -2614,3 +2614,56 @@ def test_an_isinstance_test_narrows_the_other_operand_of_or_and_and():
                 return alpha
     """})
     assert found == [("aggr.py", 19, "RC002", "warning")]
+
+
+FLASH4_API = """
+try:
+    import flash_attn.cute as fa4
+except ImportError:
+    fa4 = None
+
+
+def dispatch(q, k, v, *, seqused_k=None):
+    if fa4 is None:
+        raise RuntimeError("flash-attn 4 is required")
+    if seqused_k is not None:
+        return fa4.flash_attn_varlen_func(q, k, v, seqused_k=seqused_k)
+    return fa4.flash_attn_func(q, k, v)
+"""
+
+FLASH4_BACKEND = """
+import torch
+from .api import dispatch
+
+
+class Backend(torch.nn.Module):
+    def forward(self, q, k, v, cache=None):
+        if cache is not None:
+            if self.cp:
+                raise RuntimeError("no context parallelism with a cache")
+            pos = int(cache.seqlens.item())
+            return dispatch(q, cache.k[:, :pos], cache.v, seqused_k=pos)
+        if self.cp:
+            if self.ring is not None:
+                raise RuntimeError("ring")
+            elif self.uly is not None:
+                return dispatch(q, k, v)
+            else:
+                raise RuntimeError("one of ring or uly")
+        return dispatch(q, k, v)
+"""
+
+
+def test_every_way_that_returns_calls_the_kernel_or_raises_needs_cuda():
+    # OLMo-core's flash-attn 4 backend: a KV-cache side that returns the kernel's call, context-
+    # parallel sides that raise or return it, then the call. Every way that succeeds calls it.
+    files = {"pkg/__init__.py": "", "pkg/api.py": FLASH4_API, "pkg/backend.py": FLASH4_BACKEND}
+    found = _severities(files)
+    assert found == {("pkg/backend.py", 11, "RC001"): "info", ("pkg/backend.py", 12, "RC109"): "info"}
+    # A way through that returns without the kernel: the read is real on XLA.
+    plain = dict(files, **{"pkg/backend.py": FLASH4_BACKEND.replace(
+        'raise RuntimeError("ring")', "return q @ k.transpose(-1, -2) @ v")})
+    assert _severities(plain)[("pkg/backend.py", 11, "RC001")] == "warning"
+    # A function that only raises needs nothing (it would otherwise vacuously "call" anything).
+    stub = dict(files, **{"pkg/api.py": "def dispatch(q, k, v, *, seqused_k=None):\n    raise NotImplementedError\n"})
+    assert _severities(stub)[("pkg/backend.py", 11, "RC001")] == "warning"
