@@ -24,6 +24,26 @@ class Gate(torch.nn.Module):
 """
 
 VALID = [
+    # A flag the code fixes (yolov5's `merge = False  # use merge-NMS`, a module's DEBUG = False):
+    # nothing can make its side run short of editing the file.
+    Valid("""
+import torch
+
+DEBUG = False
+
+def nms(x, conf):
+    merge = False
+    keep = x[:, 4] > conf
+    if DEBUG:
+        x = x[keep]
+    if merge and (1 < x.shape[0] < 3000):
+        x = x[keep]
+    return x
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        return nms(x, 0.5)
+"""),
     # One-time k-means initialisation of a codebook (vector-quantize-pytorch): the method
     # returns at once when the flag is set, and sets it at its end, so what follows the
     # guard runs at the first forward only. The guard itself reads a buffer (RC002's).
@@ -181,6 +201,41 @@ class Sampler(torch.nn.Module):
 """
 
 INVALID = [
+    # ...but a parameter of that name is whatever its callers pass, and a flag bound twice is
+    # not fixed.
+    Invalid("""
+import torch
+
+DEBUG = False
+
+def pick(x, DEBUG=False):
+    if DEBUG:
+        x = x[x > 0]
+    return x
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        return pick(x, DEBUG=True)
+""",
+        line=8,
+    ),
+    Invalid("""
+import torch
+
+def pick(x, strict):
+    merge = False
+    if strict:
+        merge = True
+    if merge:
+        x = x[x > 0]
+    return x
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        return pick(x, x.shape[0] > 2)
+""",
+        line=9,
+    ),
     # The same guard on a flag the method never sets: the rest runs every forward.
     Invalid("""
 import torch

@@ -22,9 +22,12 @@ The sides of flash-attention tests are marked ``cuda``: they run only with CUDA 
 
 from __future__ import annotations
 
+from collections import ChainMap
+
 import libcst as cst
 
 from detective.lint import tensors as T
+from detective.lint.literal_flags import function_flags, literal_flags
 from detective.lint.once_branches import done_setup_guard, runs_once
 from detective.lint.syntax import bound_names, ends_in_exit
 from detective.lint.xla_branches import CUDA_BRANCH, CUDA_TEST, FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, \
@@ -48,6 +51,9 @@ class NeverTraced:
         self.once_depth = 0
         self.decorator_depth = 0  # inside a decorator expression (Regions.visit_Decorator)
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
+        # Names fixed by the code (`merge = False`, a module's `DEBUG = False`), per scope on
+        # the walk's path: [function node, flags once computed] (computed when first asked).
+        self._flags: list[list] = [[None, {}]]
         # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
         # for the rest of that block, until it is bound again)
         self._none_on_xla: dict[str, list] = {}
@@ -69,6 +75,23 @@ class NeverTraced:
         self.uncompiled: set[int] = set()
         self.uncompiled_depth = 0
         self._compiling_helpers: set[str] = set()  # module functions returning is_compiling()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._flags = [[None, literal_flags(node.body, module=node)]]
+
+    def enter_flags(self, node: cst.FunctionDef) -> None:
+        self._flags.append([node, None])
+
+    def leave_flags(self) -> None:
+        self._flags.pop()
+
+    def _literal_flags(self) -> dict[str, int]:
+        flags = self._flags
+        if flags[-1][1] is None:
+            for i in range(1, len(flags)):
+                if flags[i][1] is None:
+                    flags[i][1] = function_flags(flags[i][0], flags[i - 1][1])
+        return flags[-1][1]
 
     def silenced(self) -> bool:
         """Code that never runs traced on XLA: an XLA-unreachable branch, one-time lazy
@@ -319,7 +342,9 @@ class NeverTraced:
             key, mapping = T.literal_string(test.left), _chain(test.comparisons[0].comparator)
             if key and mapping and self._keys_on_xla.get((mapping, key)) is self._blocks[-1]:
                 return 1 if isinstance(test.comparisons[0].operator, cst.In) else -1
-        return xla_sense(test, self.model.resolve, self._xla_names, self.xla_nones() | also_none)
+        flags = self._literal_flags()
+        names = ChainMap(self._xla_names, flags) if flags else self._xla_names
+        return xla_sense(test, self.model.resolve, names, self.xla_nones() | also_none)
 
     def xla_nones(self) -> set[str]:
         """Names an XLA branch of the enclosing block set to None (and not rebound since)."""

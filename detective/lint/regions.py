@@ -153,6 +153,7 @@ class Regions(NeverTraced):
 
     # ------------------------------------------------------------------ walk hooks
     def visit_FunctionDef(self, node) -> None:
+        self.enter_flags(node)
         self.frames.append([])
         self._loop_counts.append(0)
         removed = {name for statement in block_statements(node.body) if (name := removed_handle(statement))}
@@ -167,6 +168,7 @@ class Regions(NeverTraced):
         self.decorator_depth -= 1
 
     def leave_FunctionDef(self, node) -> None:
+        self.leave_flags()
         assert not self.frames.pop()
         self._loop_counts.pop()
         self._fn_removes.pop()
