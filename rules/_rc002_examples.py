@@ -16,6 +16,23 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # A self-test inside a function (icefall's scaling.py): the side runs only when the file
+    # itself is the program, never in a program that imports it.
+    Valid("""
+import torch
+
+class DoubleSwish(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        d = torch.sigmoid(x) * 255.0
+        if __name__ == "__main__":
+            assert d.min() >= 0.0
+        return x * torch.sigmoid(x - 1.0)
+
+class Act(torch.nn.Module):
+    def forward(self, x):
+        return DoubleSwish.apply(x)
+"""),
     # An `if isinstance(p, int):` side reads a Python number, whatever `p` was annotated
     # (OLMo-core's LM head, wenet's positional encodings).
     Valid("""

@@ -13,6 +13,7 @@ the step-region logic, which reads the sync index it keeps per block). Marked as
   that block sets the flag, of a cache fill (``if L not in self.ops: ...
   self.ops[L] = build(L)``: once per key, such as each new sequence length), and of a state
   undone by its own method (``if self.merged: self.unmerge()``);
+- the side of ``if __name__ == "__main__":`` inside a function (a self-test of the file);
 - error paths: blocks ending in ``raise``, assert messages, the exception raised,
   arguments of error logs and ``warnings.warn``; the rest of a block after an XLA early
   ``return``.
@@ -342,6 +343,10 @@ class NeverTraced:
             key, mapping = T.literal_string(test.left), _chain(test.comparisons[0].comparator)
             if key and mapping and self._keys_on_xla.get((mapping, key)) is self._blocks[-1]:
                 return 1 if isinstance(test.comparisons[0].operator, cst.In) else -1
+        if len(self._flags) > 1:
+            main = _main_test(test)
+            if main:
+                return main
         flags = self._literal_flags()
         names = ChainMap(self._xla_names, flags) if flags else self._xla_names
         return xla_sense(test, self.model.resolve, names, self.xla_nones() | also_none)
@@ -350,6 +355,20 @@ class NeverTraced:
         """Names an XLA branch of the enclosing block set to None (and not rebound since)."""
         block = self._blocks[-1]
         return {name for name, where in self._none_on_xla.items() if where is block}
+
+
+def _main_test(test: cst.BaseExpression) -> int:
+    """``__name__ == "__main__"`` tested inside a function: -1 (+1 for ``!=``). The side runs
+    only when the file itself is the program (icefall's self-tests inside ``forward``); a
+    program that imports the file never takes it."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual))):
+        return 0
+    sides = {T.literal_string(test.left), T.literal_string(test.comparisons[0].comparator)}
+    names = {side.value for side in (test.left, test.comparisons[0].comparator) if isinstance(side, cst.Name)}
+    if "__main__" not in sides or names != {"__name__"}:
+        return 0
+    return -1 if isinstance(test.comparisons[0].operator, cst.Equal) else 1
 
 
 def _chain(expr: cst.BaseExpression) -> str | None:
