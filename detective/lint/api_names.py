@@ -28,12 +28,16 @@ XLA_PROGRAM_CALLS = SYNC_CALLS | STEP_CONTEXTS | STEP_TRACES | SYNCING_LOADERS |
     "torch_xla.launch", "torch_xla.torch_xla.launch",
 })
 
+# Packages whose kernels run on CPU or CUDA memory only (they read data_ptr): they install
+# and import anywhere, but calling them on XLA tensors fails. flashlight/wav2letter's ASG and
+# CTC criteria; k2's FSA and RNN-T losses and its siblings (icefall's transducers).
+CPU_CUDA_PACKAGES = ("flashlight", "wav2letter", "k2", "fast_rnnt", "optimized_transducer",
+                     "warp_rnnt", "warprnnt_pytorch")
 # Packages whose kernels have no XLA backend (importing may work elsewhere; calling not):
-# CUDA-only ones, and flashlight/wav2letter, whose criteria run on CPU or CUDA memory
-# (they read data_ptr). See detective.lint.cuda_only.
+# CUDA-only ones and the above. See detective.lint.cuda_only.
 CUDA_PACKAGES = ("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm",
                  "causal_conv1d", "selective_scan_cuda", "deep_ep", "transformer_engine",
-                 "grouped_gemm", "megablocks", "flashlight", "wav2letter")
+                 "grouped_gemm", "megablocks", *CPU_CUDA_PACKAGES)
 # Of those, the ones that install and import only with CUDA: a file importing one at module
 # level cannot be imported on an XLA host (see detective.lint.importable).
-IMPORT_NEEDS_CUDA = tuple(p for p in CUDA_PACKAGES if p not in ("flashlight", "wav2letter"))
+IMPORT_NEEDS_CUDA = tuple(p for p in CUDA_PACKAGES if p not in CPU_CUDA_PACKAGES)

@@ -2667,3 +2667,28 @@ def test_every_way_that_returns_calls_the_kernel_or_raises_needs_cuda():
     # A function that only raises needs nothing (it would otherwise vacuously "call" anything).
     stub = dict(files, **{"pkg/api.py": "def dispatch(q, k, v, *, seqused_k=None):\n    raise NotImplementedError\n"})
     assert _severities(stub)[("pkg/backend.py", 11, "RC001")] == "warning"
+
+
+TRANSDUCER = """
+import k2
+import torch
+
+
+class Transducer(torch.nn.Module):
+    def forward(self, x, x_lens, y):
+        assert torch.all(x_lens > 0)
+        logits = self.joiner(self.encoder(x), self.decoder(y))
+        return k2.rnnt_loss(logits=logits, symbols=y, termination_frame=x_lens, boundary=None)
+"""
+
+
+def test_k2_losses_run_on_cpu_or_cuda_only_but_k2_imports_anywhere():
+    # icefall's transducers: every way through forward calls k2's RNN-T loss, which has no
+    # XLA backend, so the assert never runs on an XLA host; the file itself imports fine.
+    found = {(f.line, f.code): (f.severity, f.message) for f in lint_sources({"model.py": TRANSDUCER})}
+    severity, message = found[(8, "RC002")]
+    assert severity == "info" and "CPU/CUDA-only kernel" in message
+    assert "cannot be imported" not in message
+    # A forward that may return before the loss keeps the warning.
+    early = TRANSDUCER.replace("        logits =", "        if self.skip:\n            return x\n        logits =")
+    assert _severities({"model.py": early})[("model.py", 8, "RC002")] == "warning"
