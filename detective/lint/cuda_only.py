@@ -230,15 +230,23 @@ class CudaScopes:
         while callers:  # a function that must call one that needs CUDA needs it too
             found = {q for q in callers - needs if q in self.functions
                      and _must_run(block_statements(self.functions[q].body), hits, moves)}
+            # A call is as avoidable as what its callee does: one to a function that needs
+            # CUDA only through a move under a non-device test (lazy `.cuda()` set-up) counts
+            # on either side of such a test too; one to a function that calls a kernel on
+            # every way through (a transducer loss behind `if self.use_transducer:`) does not.
+            moving = {q for q in found if moves
+                      and not _must_run(block_statements(self.functions[q].body), hits, set())}
             needs |= found
-            calls = [(call, caller) for call, caller, callee in self.local_calls
+            calls = [(call, caller, callee in moving or f"{callee}.__init__" in moving)
+                     for call, caller, callee in self.local_calls
                      if callee in found or f"{callee}.__init__" in found]  # Cls(...) runs Cls.__init__
-            calls += [(call, caller) for call, caller, candidates in picked
+            calls += [(call, caller, True) for call, caller, candidates in picked
                       if candidates and set(candidates) <= needs and call not in hits]
-            for call, _ in calls:
+            for call, _, move in calls:
                 hits.add(call)
-                moves.add(call)  # a call is as avoidable as what its callee does
-            callers = {caller for _, caller in calls} - needs
+                if move:
+                    moves.add(call)
+            callers = {caller for _, caller, _ in calls} - needs
         return needs
 
 

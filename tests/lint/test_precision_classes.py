@@ -2692,3 +2692,30 @@ def test_k2_losses_run_on_cpu_or_cuda_only_but_k2_imports_anywhere():
     # A forward that may return before the loss keeps the warning.
     early = TRANSDUCER.replace("        logits =", "        if self.skip:\n            return x\n        logits =")
     assert _severities({"model.py": early})[("model.py", 8, "RC002")] == "warning"
+
+
+OPTIONAL_TRANSDUCER = """
+import k2
+import torch
+
+
+class AsrModel(torch.nn.Module):
+    def forward_transducer(self, enc, y):
+        return k2.rnnt_loss_smoothed(lm=self.decoder(y), am=enc, symbols=y, termination_frame=None)
+
+    def forward(self, x, y, targets):
+        enc = self.encoder(x)
+        if self.use_transducer:
+            loss = self.forward_transducer(enc, y)
+        else:
+            loss = torch.empty(0)
+        ctc = self.ctc(enc, targets)
+        return loss, ctc[torch.isfinite(ctc)]
+"""
+
+
+def test_a_kernel_call_behind_an_option_leaves_the_other_side_on_xla():
+    # icefall's CTC-only configuration never calls the transducer's k2 loss: the forward
+    # runs on XLA with `use_transducer` off, and its boolean-mask read is real there.
+    # (A lazy `.cuda()` under such a test is another matter: that side is taken sooner or later.)
+    assert _severities({"model.py": OPTIONAL_TRANSDUCER})[("model.py", 17, "RC005")] == "warning"
