@@ -16,6 +16,17 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # A guard against an unsupported argument that defaults to None (OLMo-core's attention):
+    # a working program passes None and never reads a tensor here.
+    Valid("""
+import torch
+
+class Attention(torch.nn.Module):
+    def forward(self, x, cache_leftpad=None):
+        if cache_leftpad:
+            raise NotImplementedError("cache_leftpad is not supported here")
+        return x * 2
+"""),
     # A self-test inside a function (icefall's scaling.py): the side runs only when the file
     # itself is the program, never in a program that imports it.
     Valid("""
@@ -438,6 +449,18 @@ class Pipe(FreeInitMixin):
     ),
 ]
 INVALID = [
+    # ...but a side that does work, or a test of a required argument, reads it every call.
+    Invalid("""
+import torch
+
+class Attention(torch.nn.Module):
+    def forward(self, x, pad):
+        if pad:
+            raise ValueError("padding not supported")
+        return x * 2
+""",
+        line=6,
+    ),
     # ...but not on the other side, where it is the tensor.
     Invalid("""
 import torch

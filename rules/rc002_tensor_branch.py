@@ -83,7 +83,7 @@ class TensorBranch(Rule):
         return where(test)
 
     def visit_If(self, node: cst.If) -> None:
-        if _fills_container(node):
+        if _fills_container(node) or _rejects_argument(node, self.context.scope.none_params):
             return
         self._check(node.test, node.test, "if")
 
@@ -111,3 +111,14 @@ def _fills_container(node: cst.If) -> bool:
     return isinstance(small, cst.Assign) and len(small.targets) == 1 \
         and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name \
         and isinstance(small.value, (cst.List, cst.Tuple, cst.Dict, cst.ListComp, cst.DictComp))
+
+
+def _rejects_argument(node: cst.If, none_params: dict[str, int]) -> bool:
+    """``if cache_leftpad: raise NotImplementedError(...)`` on a parameter that defaults to
+    None: a guard against an unsupported argument. A program that works passes None (no
+    read) and never takes the side; one that passes a tensor stops there."""
+    test, body = node.test, node.body
+    statements = body.body if isinstance(body, cst.IndentedBlock) else ()
+    return node.orelse is None and isinstance(test, cst.Name) and test.value in none_params \
+        and len(statements) == 1 and isinstance(statements[0], cst.SimpleStatementLine) \
+        and isinstance(statements[0].body[-1], cst.Raise)
