@@ -354,16 +354,25 @@ class SemanticModel(Bindings):
     def visit_If(self, node: cst.If) -> None:
         """``if isinstance(p, int): ...`` (Python scalar types only): in that side ``p`` is a
         Python number, whatever it was annotated (``offset: Union[int, Tensor]``); likewise
-        the ``else`` of ``if not isinstance(p, int)``."""
+        the ``else`` of ``if not isinstance(p, int)``, and the side where ``isinstance(p,
+        torch.Tensor)`` is false (demucs' ``center_trim(tensor, reference)``)."""
         test = node.test
-        name = python_type_check(test)
-        if name:
-            self._narrowing[id(node.body)] = name
-        elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
-                and isinstance(node.orelse, cst.Else):
-            name = python_type_check(test.expression)
-            if name:
-                self._narrowing[id(node.orelse.body)] = name
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        inner = test.expression if negated else test
+        name, tensor = python_type_check(inner), self._tensor_type_check(inner)
+        # the side where the name is not a tensor: isinstance(p, int) true, or isinstance(p, Tensor) false
+        side = node.body if (name and not negated) or (tensor and negated) else \
+            node.orelse.body if (name or tensor) and isinstance(node.orelse, cst.Else) else None
+        if side is not None:
+            self._narrowing[id(side)] = name or tensor
+
+    def _tensor_type_check(self, node: cst.BaseExpression) -> str:
+        """``p`` of ``isinstance(p, torch.Tensor)``, else ""."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance" \
+                and len(node.args) == 2 and isinstance(node.args[0].value, cst.Name) \
+                and self.resolve(node.args[1].value) in ("torch.Tensor", "torch.nn.Parameter"):
+            return node.args[0].value.value
+        return ""
 
     def visit_IndentedBlock(self, node: cst.BaseSuite) -> None:
         name = self._narrowing.pop(id(node), None) if self._narrowing else None
