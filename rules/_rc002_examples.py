@@ -16,6 +16,37 @@ class Trim(torch.nn.Module):
 """
 
 VALID = [
+    # The side where `isinstance(p, torch.Tensor)` is false holds no tensor (demucs' center_trim:
+    # `reference` is a tensor or a length).
+    Valid("""
+import torch
+from typing import Union
+
+def center_trim(tensor: torch.Tensor, reference: Union[torch.Tensor, int]):
+    if isinstance(reference, torch.Tensor):
+        ref_size = reference.size(-1)
+    else:
+        ref_size = reference
+    delta = tensor.size(-1) - ref_size
+    if delta:
+        tensor = tensor[..., delta // 2:-(delta - delta // 2)]
+    return tensor
+
+class Net(torch.nn.Module):
+    def forward(self, x, ref):
+        return center_trim(x, ref)
+"""),
+    # A parameter the method slices by is a length, not a tensor (demucs' decoder layer).
+    Valid("""
+import torch
+
+class Dec(torch.nn.Module):
+    def forward(self, x, skip, length):
+        z = self.conv(x + skip)
+        z = z[..., self.pad:self.pad + length]
+        assert z.shape[-1] == length, (z.shape[-1], length)
+        return z
+"""),
     # A guard against an unsupported argument that defaults to None (OLMo-core's attention):
     # a working program passes None and never reads a tensor here.
     Valid("""

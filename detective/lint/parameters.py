@@ -148,7 +148,8 @@ class PythonValueEvidence:
     """Names a class's own code shows to hold Python values, whatever their parameter's
     name suggests: compared with a string (``layer_results == "end"`` in a helper that
     ``forward`` passes it to), checked against Python types only (``isinstance(p, bool)``),
-    passed as one of the sizes of ``x.view(B, H, W, C)`` and its kin, compared with two or more
+    passed as one of the sizes of ``x.view(B, H, W, C)`` and its kin, used as a slice bound or a
+    term of one (``z[..., pad:pad + length]``), compared with two or more
     integers along one ``if``/``elif`` chain (``if phase == 0: ... elif phase == 1:``),
     and in an ``autograd.Function`` (first parameter ``ctx``) stored on ``ctx``
     (``ctx.scale = scale``: tensors go through ``save_for_backward``) or read by string key
@@ -214,6 +215,19 @@ class PythonValueEvidence:
         for name, values in literals.items():
             if len(values) > 1:
                 self._note_name(name)
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        # z[..., self.pad:self.pad + length]: a bound, or a term of one, is a Python int
+        # (a tensor there would be read on the host; code slices by sizes)
+        stack = [node.lower, node.upper]
+        while stack:
+            bound = stack.pop()
+            if isinstance(bound, cst.BinaryOperation) and isinstance(bound.operator, (cst.Add, cst.Subtract)):
+                stack += [bound.left, bound.right]
+            elif isinstance(bound, cst.UnaryOperation) and isinstance(bound.operator, cst.Minus):
+                stack.append(bound.expression)
+            elif bound is not None:
+                self._note(bound)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._ctx and self._ctx[-1] and isinstance(node.value, cst.Name) and any(
