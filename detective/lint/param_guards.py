@@ -33,7 +33,7 @@ class ParamGuards:
         # per function: local -> the kind of its one binding so far (``prefix = None``), "o"
         # once bound twice or to anything else
         self._locals: list[dict[str, str]] = [{}]
-        self.cond: dict[int, str] = {}  # node -> "P" (P non-None) or "P+" (P true) for it to run
+        self.cond: dict[int, tuple[str, ...]] = {}  # node -> "P" (P non-None) or "P+" (P true), each needed for it to run
         self.active: list[tuple[int, str]] = []  # (function depth, parameter) of entered nodes
         # scope -> keyword / dict key P -> kinds passed (or read as a key) there
         self.keyword_passes: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
@@ -74,13 +74,19 @@ class ParamGuards:
         return ()
 
     def track(self, node: cst.CSTNode) -> None:
-        name = self.cond.get(id(node))
-        if name is not None:
+        for name in self.cond.get(id(node), ()):
             self.active.append((len(self._defaults), name))
 
     def untrack(self, node: cst.CSTNode) -> None:
-        if self.cond.pop(id(node), None) is not None:  # left: no need to look for it again
+        for _ in self.cond.pop(id(node), ()):  # left: no need to look for it again
             self.active.pop()
+
+    def _require(self, node: cst.CSTNode, entry: str) -> None:
+        """``node`` runs only when ``entry`` holds (one of possibly several: ``if a is not None
+        and b is not None:`` needs both, and either one dead makes the side dead)."""
+        entries = self.cond.get(id(node), ())
+        if entry not in entries:
+            self.cond[id(node)] = (*entries, entry)
 
     # ------------------------------------------------------------------ functions
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -183,21 +189,21 @@ class ParamGuards:
             dead = body if sense < 0 else (orelse if sense > 0 else None)
             if isinstance(dead, cst.Else):
                 dead = dead.body
-            if dead is not None and id(dead) not in self.cond:
-                self.cond[id(dead)] = f"self.{attr}" + ("+" if tests_truth(test, attr, True) else "")
+            if dead is not None:
+                self._require(dead, f"self.{attr}" + ("+" if tests_truth(test, attr, True) else ""))
         params = self._params[-1]
         if not params:
             return
         names = names_in(test) & params
         if not names or self.regions.sense(test):
             return  # no parameter tested, or already decided within the file
-        for name in names:
+        for name in sorted(names):
             sense = self.regions.sense(test, also_none={name})
             dead = body if sense < 0 else (orelse if sense > 0 else None)
             if isinstance(dead, cst.Else):
                 dead = dead.body
-            if dead is not None and id(dead) not in self.cond:
-                self.cond[id(dead)] = name + "+" if tests_truth(test, name) else name
+            if dead is not None:
+                self._require(dead, name + "+" if tests_truth(test, name) else name)
 
     def _early_returns(self, body, params: set[str]) -> None:
         """``if mask is None: return x`` at a function's top level: the statements after it
@@ -212,18 +218,16 @@ class ParamGuards:
                 if sense_if_unset(statement.test, attr) > 0:  # if not self.ready: return
                     entry = f"self.{attr}" + ("+" if tests_truth(statement.test, attr, True) else "")
                     for later in statements[index + 1:]:
-                        self.cond.setdefault(id(later), entry)
-                    break
+                        self._require(later, entry)
             names = names_in(statement.test) & params
             if not names or self.regions.sense(statement.test):
                 continue
             names -= bindings(statements[:index]).keys()  # rebound before the test: no longer the argument
-            for name in names:
+            for name in sorted(names):
                 if self.regions.sense(statement.test, also_none={name}) > 0:
                     entry = name + "+" if tests_truth(statement.test, name) else name
                     for later in statements[index + 1:]:
-                        self.cond.setdefault(id(later), entry)
-                    break
+                        self._require(later, entry)
 
     # ------------------------------------------------------------------ passes
     def visit_Call(self, node: cst.Call) -> None:
