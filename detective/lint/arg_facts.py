@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from detective.lint.digraph import CycleMemo
 from detective.lint.xla_params import CONFIG, DEVICE_TENSOR, FALSY, FORWARDED, LITERAL, NONE, OTHER, XLA_NONE
 
 NO_DEFAULT = "-"
@@ -104,7 +105,7 @@ class ArgFacts:
                 node = function_of(summary, scope_name)
                 if node is not None:
                     self._names[name].update(self._handed(node, name, set()))
-        self._memo: dict[tuple, bool] = {}
+        self._memo = CycleMemo()  # (function, parameter, kinds) -> _holds
 
     def _handed(self, node, name: str, seen: set) -> set[str]:
         """The kinds function ``node``'s parameter ``name`` may hold from its resolved calls
@@ -240,10 +241,12 @@ class ArgFacts:
     def _holds(self, node, name: str, kinds: frozenset, depth: int = 0) -> bool:
         """Is every value the project hands parameter ``name`` of function ``node`` of
         ``kinds`` (see the module doc for what must be seen)?"""
-        key = (node, name, kinds)
-        if key in self._memo:
-            return self._memo[key]
-        self._memo[key] = False  # a cycle proves nothing
+        if depth >= 8:
+            self._memo.cut()
+            return False
+        return self._memo.ask((node, name, kinds), lambda: self._holds_now(node, name, kinds, depth))
+
+    def _holds_now(self, node, name: str, kinds: frozenset, depth: int) -> bool:
         scope = self.project.files[node[0]].scopes[node[1]]
         default = default_kind(scope, name)
         named = self._names.get(name, set())
@@ -268,12 +271,10 @@ class ArgFacts:
             # parameter of that name defaults it to a value of kinds
             ok = bool(passed if module_level else named | passed) and default in kinds | {NO_DEFAULT} \
                 and (module_level or self._defaults[name] <= kinds)
-        result = ok and seen <= kinds and (depth < 8 and all(
+        return ok and seen <= kinds and all(
             (caller_fn := function_of(self.project.files[caller[0]], caller[1])) is not None
             and self._holds(caller_fn, q, kinds, depth + 1)
-            for caller, q in self._from.get((node, name), ())))
-        self._memo[key] = result
-        return result
+            for caller, q in self._from.get((node, name), ()))
 
 
 def default_kind(scope, name: str) -> str:

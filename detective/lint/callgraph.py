@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from detective.lint.api_names import NON_TENSOR_LIBRARIES
 from detective.lint.cuda_reach import CudaReach
-from detective.lint.digraph import CallGraph
+from detective.lint.digraph import CallGraph, CycleMemo
 from detective.lint.hierarchy import MAX_DEPTH, STAR_DEPTH, ClassHierarchy, closest
 from detective.lint.model import COMPILED, UNKNOWN_RECEIVER, USES_XLA, FileSummary
 from detective.lint.signatures import accepts
@@ -58,7 +58,7 @@ class Project(ClassHierarchy, CudaReach):
         self._mro: dict[Node, list[Node]] = {}
         self._methods: dict[str, list[Node]] | None = None
         self._subclasses: dict[Node, list[Node]] | None = None
-        self._returns: dict[tuple[Node, bool], bool] = {}
+        self._returns = CycleMemo()  # (function, unresolved) -> returns_tensor
         self._xla_called: set[Node] | None = None
         self._graph: tuple[dict, dict] | None = None
         self._cuda: set[Node] = set()  # scopes that need CUDA, and what the roots reach without them
@@ -153,6 +153,8 @@ class Project(ClassHierarchy, CudaReach):
         target, _, position = target.lstrip("~").partition("@")
         unresolved = veto_only or target.startswith("?")  # ?self.proj: a tensor unless a method says no
         node = self.resolve(target.lstrip("?"), origin, class_name)
+        if depth > MAX_DEPTH:
+            self._returns.cut()
         if node is None or depth > MAX_DEPTH:
             # self.rng.choice(...) with self.rng = np.random.default_rng(): the attribute's library
             parts = target.lstrip("?").split(".")
@@ -172,16 +174,14 @@ class Project(ClassHierarchy, CudaReach):
             prefix = "~" if veto_only else ""
             return any(self.returns_tensor(f"{prefix}{t}@{position}", summary, scope.class_name, depth + 1)
                        for t in scope.return_calls)
-        key = (node, unresolved)
-        if key in self._returns:
-            return self._returns[key]
-        self._returns[key] = False  # recursion
-        result = scope.returns == "tensor" or any(
-            self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in scope.return_calls)
-        if not result and unresolved and scope.returns != "python" and not scope.return_calls:
-            result = True  # self.block(x) whose forward says nothing either way: keep the guess
-        self._returns[key] = result
-        return result
+        def answer() -> bool:
+            result = scope.returns == "tensor" or any(
+                self.returns_tensor(t, summary, scope.class_name, depth + 1) for t in scope.return_calls)
+            if not result and unresolved and scope.returns != "python" and not scope.return_calls:
+                result = True  # self.block(x) whose forward says nothing either way: keep the guess
+            return result
+
+        return self._returns.ask((node, unresolved), answer)
 
     def _declared_overrides(self, target: str, origin: FileSummary, class_name: str | None) -> list[Node]:
         """``self.x.m`` / ``self.x`` where ``x`` is built from a config field (only its class
@@ -305,7 +305,7 @@ class Project(ClassHierarchy, CudaReach):
                         if (path, name) not in roots:
                             roots[(path, name)] = owner + method + guessed
                             class_roots[(path, name)] = cls
-        memo: dict[Node, bool] = {}
+        memo = CycleMemo()  # _error_only answers
         compiled: set[Node] = set()  # scopes passed to a compile call
         for summary, scope_name, ref, reason in registrations:
             # A hook or compile target registered only on error paths (NanDetector built in
@@ -384,16 +384,9 @@ def _tagged(summary: FileSummary, qualname: str, tag: str) -> bool:
     return scope is not None and tag in scope.tags
 
 
-def _error_only(node: Node, callers: dict, dead_callers: dict, memo: dict | None = None) -> bool:
+def _error_only(node: Node, callers: dict, dead_callers: dict, memo: CycleMemo | None = None) -> bool:
     """Is ``node`` reached only from error paths: called on one, or only by scopes that are?"""
-    memo = {} if memo is None else memo
-    if node in memo:
-        return memo[node]
-    memo[node] = False  # a cycle proves nothing
+    memo = CycleMemo() if memo is None else memo
     live = callers.get(node, [])
-    if not live:
-        result = node in dead_callers
-    else:
-        result = all(_error_only(caller, callers, dead_callers, memo) for caller in live)
-    memo[node] = result
-    return result
+    return memo.ask(node, lambda: all(_error_only(caller, callers, dead_callers, memo) for caller in live)
+                    if live else node in dead_callers)

@@ -75,3 +75,42 @@ class CallGraph:
                     seen.add(callee)
                     stack.append(callee)
         return seen
+
+
+class CycleMemo:
+    """Answers to a recursive yes/no question over a graph that may have cycles.
+
+    A question met again while it is being answered (a cycle) proves nothing and answers
+    False for now. An answer that rested on such a provisional False, or on a search cut
+    short (``cut()``), holds only for the question that started the search: it is kept only
+    when it is that outermost question's own. So no answer depends on which question was
+    asked first (the order sets and dicts happen to iterate in, which varies per run with
+    the hash seed), as the old "store False, then overwrite" memo did.
+    """
+
+    def __init__(self):
+        self.known: dict = {}
+        self._open: set = set()
+        self._unsure = False
+
+    def ask(self, key, answer) -> bool:
+        """The answer for ``key``: ``answer()`` (which may ask others) unless known."""
+        if key in self.known:
+            return self.known[key]
+        if key in self._open:
+            self._unsure = True
+            return False
+        self._open.add(key)
+        outer, self._unsure = self._unsure, False
+        try:
+            result = answer()
+        finally:
+            self._open.discard(key)
+        if not self._unsure or not self._open:
+            self.known[key] = result
+        self._unsure = outer or self._unsure
+        return result
+
+    def cut(self) -> None:
+        """The current search stopped short (a depth limit): its answers are provisional."""
+        self._unsure = True

@@ -63,3 +63,20 @@ def test_findings_do_not_depend_on_the_hash_seed(tmp_path):
     # Every guard name is kept: `indices` is never given, so the read is dead in the repository.
     assert '"severity": "info"' in outputs[0] and "`indices`" in outputs[0]
 
+
+def test_an_answer_resting_on_an_open_question_is_not_kept():
+    # "Does f return a tensor?" asks what its callees return: a returns b's result, b
+    # returns a's or t's, t returns a tensor. Asked about b first, the search meets a while
+    # b is open; a memo that kept a's provisional "no" would answer a wrongly later.
+    from detective.lint.digraph import CycleMemo
+
+    returns = {"a": ["b"], "b": ["a", "t"], "t": []}
+    memo = CycleMemo()
+
+    def tensor(f: str) -> bool:
+        return memo.ask(f, lambda: f == "t" or any(tensor(g) for g in returns[f]))
+
+    assert tensor("b") and tensor("a")
+    # and the other way round
+    memo = CycleMemo()
+    assert tensor("a") and tensor("b")
