@@ -22,28 +22,72 @@ from detective.lint.walker import walk
 _SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
-def literal_flags(statements, params=(), *, module: cst.Module | None = None) -> dict[str, int]:
-    """Name -> +1 (true) or -1 (false) for the names ``statements`` (a scope's body) fix.
+class LiteralFlags:
+    """The fixed names one scope can read: name -> +1 (true) or -1 (false), decided when a
+    test first asks (most scopes test none, so the walk over a body that proves a name is
+    never bound again runs only where a test reads a candidate).
 
-    ``params``: the scope's parameter names (never fixed); ``module``: the file's tree when
-    the scope is the module (for its functions' ``global`` statements)."""
-    candidates: dict[str, int] = {}
+    ``statements``: the scope's body; ``params``: its parameter names (never fixed); ``outer``:
+    the enclosing scope's flags (a function reads the module's names it does not bind);
+    ``module``: the file's tree when the scope is the module (for its functions' ``global``)."""
+
+    def __init__(self, statements, params=(), outer: "LiteralFlags | None" = None,
+                 module: cst.Module | None = None):
+        self._statements = statements
+        self._params = frozenset(params)
+        self._outer = outer
+        self._module = module
+        self._candidates = _candidates(statements)
+        self._bound: Counter | None = None
+        self._decided: dict[str, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._candidates) or bool(self._outer)
+
+    def __getitem__(self, name: str) -> int:
+        truth = self._decided.get(name)
+        if truth is None:
+            truth = self._decided[name] = self._decide(name)
+        if not truth:
+            raise KeyError(name)
+        return truth
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def get(self, name: str, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def _decide(self, name: str) -> int:
+        if name in self._params:
+            return 0
+        own = self._candidates.get(name, 0)
+        outer = 0 if own or not self._outer else self._outer.get(name, 0)
+        if not own and not outer:
+            return 0
+        if self._bound is None:
+            self._bound = _bindings(self._statements)
+            if self._module is not None:
+                for declared in _declared_global(self._module):
+                    self._bound[declared] += 2
+        count = self._bound[name]
+        return own if count == 1 else 0 if own else outer if count == 0 else 0
+
+
+def _candidates(statements) -> dict[str, int]:
+    """Names the top-level statements bind with ``name = <literal>``, with the literal's truth."""
+    found: dict[str, int] = {}
     for statement in statements:
         if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 \
                 and isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1:
             assign = statement.body[0]
             target, truth = assign.targets[0].target, _truth(assign.value)
             if isinstance(target, cst.Name) and truth:
-                candidates[target.value] = truth
-    if not candidates:
-        return {}
-    counts = _bindings(statements)
-    for name in params:
-        counts[name] += 2
-    if module is not None:
-        for name in _declared_global(module):
-            counts[name] += 2
-    return {name: truth for name, truth in candidates.items() if counts[name] == 1}
+                found[target.value] = truth
+    return found
 
 
 def _truth(value: cst.BaseExpression) -> int:
@@ -100,7 +144,7 @@ def _declared_global(module: cst.Module) -> set[str]:
     return names
 
 
-def function_flags(node: cst.FunctionDef, outer: dict[str, int]) -> dict[str, int]:
+def function_flags(node: cst.FunctionDef, outer: LiteralFlags | None) -> LiteralFlags:
     """The flags a function can read: its own, and those of the enclosing scopes it does not
     bind itself (a parameter or local of the same name hides the module's)."""
     statements = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
@@ -108,8 +152,4 @@ def function_flags(node: cst.FunctionDef, outer: dict[str, int]) -> dict[str, in
     for star in (node.params.star_arg, node.params.star_kwarg):
         if isinstance(star, cst.Param):
             params.append(star.name.value)
-    own = literal_flags(statements, params)
-    if not outer:
-        return own
-    bound = _bindings(statements)
-    return {**{name: truth for name, truth in outer.items() if name not in bound and name not in params}, **own}
+    return LiteralFlags(statements, params, outer)

@@ -28,7 +28,7 @@ from collections import ChainMap
 import libcst as cst
 
 from detective.lint import tensors as T
-from detective.lint.literal_flags import function_flags, literal_flags
+from detective.lint.literal_flags import LiteralFlags, function_flags
 from detective.lint.once_branches import done_setup_guard, runs_once
 from detective.lint.syntax import bound_names, ends_in_exit
 from detective.lint.xla_branches import CUDA_BRANCH, CUDA_TEST, FLASH_BRANCH, GENERATOR_BLOCK, bindings, block_calls, \
@@ -53,8 +53,8 @@ class NeverTraced:
         self.decorator_depth = 0  # inside a decorator expression (Regions.visit_Decorator)
         self._xla_names: dict[str, int] = {}  # names bound from XLA tests, with their sense
         # Names fixed by the code (`merge = False`, a module's `DEBUG = False`), per scope on
-        # the walk's path: [function node, flags once computed] (computed when first asked).
-        self._flags: list[list] = [[None, {}]]
+        # the walk's path (each decided when a test first reads it).
+        self._flags: list[LiteralFlags] = [LiteralFlags(())]
         # `if self.tpu: mask = None` -> name: the block holding that `if` (mask is None on XLA
         # for the rest of that block, until it is bound again)
         self._none_on_xla: dict[str, list] = {}
@@ -78,21 +78,13 @@ class NeverTraced:
         self._compiling_helpers: set[str] = set()  # module functions returning is_compiling()
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._flags = [[None, literal_flags(node.body, module=node)]]
+        self._flags = [LiteralFlags(node.body, module=node)]
 
     def enter_flags(self, node: cst.FunctionDef) -> None:
-        self._flags.append([node, None])
+        self._flags.append(function_flags(node, self._flags[-1]))
 
     def leave_flags(self) -> None:
         self._flags.pop()
-
-    def _literal_flags(self) -> dict[str, int]:
-        flags = self._flags
-        if flags[-1][1] is None:
-            for i in range(1, len(flags)):
-                if flags[i][1] is None:
-                    flags[i][1] = function_flags(flags[i][0], flags[i - 1][1])
-        return flags[-1][1]
 
     def silenced(self) -> bool:
         """Code that never runs traced on XLA: an XLA-unreachable branch, one-time lazy
@@ -347,7 +339,7 @@ class NeverTraced:
             main = _main_test(test)
             if main:
                 return main
-        flags = self._literal_flags()
+        flags = self._flags[-1]
         names = ChainMap(self._xla_names, flags) if flags else self._xla_names
         return xla_sense(test, self.model.resolve, names, self.xla_nones() | also_none)
 
