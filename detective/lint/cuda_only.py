@@ -35,8 +35,10 @@ import libcst as cst
 from detective.lint import tensors as T
 from detective.lint.api_names import CUDA_PACKAGES
 from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
+from detective.lint.once_branches import memo_fill
 from detective.lint.syntax import block_statements
 from detective.lint.walker import syntax_children
+from detective.lint.xla_branches import lazy_init_test
 
 # Decorators that make a Triton kernel: launching one (`kernel[grid](...)`) needs a GPU.
 TRITON_KERNELS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
@@ -292,6 +294,8 @@ def _must_run(statements, hits: set[int], moves: set[int]) -> bool | None:
             if moves and not _chooses_device(statement.test) and (
                     _must_run(block_statements(statement.body), moves, moves) or _must_run(rest, moves, moves)):
                 return True
+            if _lazy_setup(statement) and _must_run(block_statements(statement.body), hits, moves):
+                return True  # if self._ops is None: self._ops = build_kernels(): the first call takes it
             if orelse is None and _exits(statement):
                 return _meet(_must_run(block_statements(statement.body), hits, moves),
                              _must_run(statements[index + 1:], hits, moves))
@@ -310,6 +314,12 @@ def _must_run(statements, hits: set[int], moves: set[int]) -> bool | None:
         if _exits(statement):
             return False
     return False
+
+
+def _lazy_setup(statement: cst.If) -> bool:
+    """``if self._ops is None: self._ops = ...`` or ``if not self._initialized:``: one-time
+    set-up that the first call takes, unlike an option (``if self.use_transducer:``)."""
+    return statement.orelse is None and (memo_fill(statement) or lazy_init_test(statement.test))
 
 
 def _meet(a: bool | None, b: bool | None) -> bool | None:
@@ -341,6 +351,8 @@ def _must_targets(statements, targets: dict[int, str], holding: set[int], exitin
                 if both is None:
                     return None
                 found |= both
+            elif _lazy_setup(statement):  # taken at the first call
+                found |= _must_targets(block_statements(statement.body), targets, holding, exiting) or set()
             elif id(statement) in exiting:  # the side may return: what it and the rest both call
                 both = _meet_targets(_must_targets(block_statements(statement.body), targets, holding, exiting),
                                      _must_targets(statements[index + 1:], targets, holding, exiting))

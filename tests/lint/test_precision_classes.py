@@ -2719,3 +2719,29 @@ def test_a_kernel_call_behind_an_option_leaves_the_other_side_on_xla():
     # runs on XLA with `use_transducer` off, and its boolean-mask read is real there.
     # (A lazy `.cuda()` under such a test is another matter: that side is taken sooner or later.)
     assert _severities({"model.py": OPTIONAL_TRANSDUCER})[("model.py", 17, "RC005")] == "warning"
+
+
+LAZY_KERNEL_OPS = """
+import k2
+import torch
+
+
+class Fused(torch.nn.Module):
+    def _make_ops(self):
+        return k2.build_fused_ops(self.dim)
+
+    def forward(self, x, lens):
+        if self._ops is None:
+            self._ops = (self._make_ops(),)
+        n = lens.max().item()
+        return self._ops[0](x[:, :n])
+"""
+
+
+def test_a_kernel_built_at_the_first_call_needs_it_on_every_call():
+    # Megatron's TEGroupedMLP._fused_forward: `if self._fused_ops is None: self._fused_ops =
+    # (self._make_fused_ops(),)`. Lazy set-up is taken at the first call, unlike an option.
+    found = _severities({"model.py": LAZY_KERNEL_OPS})
+    assert found[("model.py", 13, "RC001")] == "info"
+    option = LAZY_KERNEL_OPS.replace("if self._ops is None:", "if self.use_fused:")
+    assert _severities({"model.py": option})[("model.py", 13, "RC001")] == "warning"
