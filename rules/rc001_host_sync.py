@@ -131,6 +131,7 @@ class HostSync(Rule):
                         self.report(node, f"`{func.value}()` of a host copy reads its value in Python",
                                     subject=f"{func.value}()", costs_on=COPY_READ)
                 else:
+                    context.model.infer.note_guesses(node.args[0].value, node)
                     self._report(node, f"`{func.value}()` of a tensor reads its value on the host",
                                  f"{func.value}()", context.made_on_cpu(node.args[0].value))
             elif func.value == "print":

@@ -7,11 +7,13 @@ and keyword with its target):
 **A Python value** (``python_names``): ``forward(self, normalize, x)`` takes ``normalize``
 for a tensor by guess (a forward parameter, no annotation, no default). When every value
 the project hands a parameter of that *name* anywhere is a Python literal (``True``,
-``0.1``, ``"sum"``, ``None``), a setting read from a config object (``task.cfg.normalize``,
-``getattr(args, "x", False)``) or a same-named parameter passed on, at least one of them
-is a literal or a setting, and every function with such a parameter defaults it to a
-literal or nothing, a truth test on it reads no tensor. A candidate whose tensor evidence
-rests on such parameters alone (:attr:`Candidate.rests_on`) becomes ``info``.
+``0.1``, ``"sum"``, ``None``), a setting (read from a config object: ``task.cfg.normalize``,
+``getattr(args, "x", False)``; a module's ``self.training``), a builtin's Python number
+(``float(sigma)``) or a same-named parameter passed on, at least one of them is a literal
+or a setting, and every function with such a parameter defaults it to a literal or
+nothing, a truth test on it reads no tensor. A candidate whose tensor evidence rests on
+such parameters alone (:attr:`Candidate.rests_on`), directly or through a local bound from
+them (``flag = score_threshold > 0; if flag:``), becomes ``info``; so does ``float(p)``.
 
 **Dead in the repository** (guards ``P`` / ``P+`` in :attr:`Candidate.guarded_by`): code
 under ``if P is not None:`` (or after ``if P is None: return``) never runs when no call
@@ -235,8 +237,9 @@ class ArgFacts:
                 self._holds(function, name, PYTHON_KINDS) for name in names):
             return ""
         shown = ", ".join(f"`{n}`" for n in names)
-        return (f" ({shown}: every call in the project passes a Python literal, a config setting "
-                f"or the caller's own same-named parameter, no tensor)")
+        return (f" ({shown}: every call in the project passes a Python value (a literal, a setting "
+                f"such as `cfg.x` or `self.training`, `float(...)`) or the caller's own same-named "
+                f"parameter, no tensor)")
 
     def _holds(self, node, name: str, kinds: frozenset, depth: int = 0) -> bool:
         """Is every value the project hands parameter ``name`` of function ``node`` of

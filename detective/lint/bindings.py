@@ -37,6 +37,7 @@ class Bindings(CallSiteParams):
         name = target.value
         frame.locals.add(name)
         frame.guessed_names.discard(name)  # rebound: no longer the argument as passed
+        frame.guess_derived.pop(name, None)
         frame.annotations.pop(name, None)
         frame.key_kinds.pop(name, None)
         for flag, names in ((tensor, frame.tensor_names), (boolean, frame.bool_names),
@@ -57,7 +58,7 @@ class Bindings(CallSiteParams):
             return
         infer = self.infer
         infer.assumed.clear()
-        tensor = infer.is_tensor(value)
+        tensor, guesses = infer.tensor_and_guesses(value)
         trusted = tuple(infer.assumed) if tensor else ()
         boolean = tensor and infer.is_bool_tensor(value)
         # numbers or indices (`x.topk(k).indices` included, though not followed as a tensor):
@@ -80,6 +81,11 @@ class Bindings(CallSiteParams):
         container = not tensor and self._is_model_output(value)
         built = self._class_built(value)
         for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)) and tensor and not trusted:
+                # self.s, self.m = torch.std_mean(x): each attribute holds a tensor
+                for element in target.elements:
+                    if isinstance(element.value, cst.Attribute):
+                        self._bind_attribute(element.value, element.value, True)
             if isinstance(target, cst.Attribute):
                 # Attributes outlive the walk's program point: only definite tensors count
                 # (not a forward argument taken for a tensor by its name or None default).
@@ -102,6 +108,9 @@ class Bindings(CallSiteParams):
             self.bind_target(target, tensor=tensor, boolean=boolean, host=host, compare=compare,
                              container=container, data=self._is_data_element(value), numeric=numeric,
                              python=python)
+            if guesses and isinstance(target, cst.Name):
+                # flag = score_threshold > 0: a tensor only if the guessed parameter is one
+                self.function.guess_derived[target.value] = guesses
             self._trust(target, trusted)
             self._bind_cpu(target, on_host, cpu_made, numpy)
             if isinstance(target, cst.Name):

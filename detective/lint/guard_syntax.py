@@ -14,8 +14,13 @@ CONFIG_NAMES = frozenset({"args", "cfg", "config", "conf", "opt", "opts", "hpara
 CONFIG_SUFFIXES = ("_cfg", "_config", "_args", "_conf", "_opts")
 
 
+# Builtins whose result is a Python value.
+PYTHON_CONVERSIONS = frozenset({"float", "int", "bool", "str", "round", "len"})
+
+
 def value_kind(node) -> str:
-    """A Python literal (false or not), a setting read from a config object, or other."""
+    """A Python literal (false or not), a setting (read from a config object, a module's
+    ``training`` flag) or a builtin's Python number, or other."""
     if isinstance(node, cst.Name):
         return {"True": LITERAL, "False": FALSY, "None": NONE}.get(node.value, OTHER)
     if isinstance(node, (cst.Integer, cst.Float)):
@@ -30,8 +35,10 @@ def value_kind(node) -> str:
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "getattr" \
             and len(node.args) >= 2 and is_config(node.args[0].value):
         return CONFIG  # getattr(args, "fp16", False)
-    if isinstance(node, cst.Attribute) and is_config(node.value):
-        return CONFIG
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in PYTHON_CONVERSIONS:
+        return CONFIG  # float(sigma): a Python number, whatever it was made from
+    if isinstance(node, cst.Attribute) and (is_config(node.value) or node.attr.value == "training"):
+        return CONFIG  # self.training: a module's mode flag, set by .train()/.eval()
     return OTHER
 
 

@@ -65,6 +65,7 @@ class TensorInference(Placement):
         self._guessed: list[str] | None = None  # collecting while a truth test is read
         self._unguessed = False  # asking again with guessed parameters taken for no tensor
         self._narrowed: set[str] = set()  # names an isinstance test before them made Python numbers
+        self._keyed: tuple = (None, frozenset())  # a function and the names it reads by a string key
 
     def param_is_tensor(self, param: cst.Param, *, is_forward: bool) -> bool:
         return param_is_tensor(param, is_forward=is_forward)
@@ -102,10 +103,15 @@ class TensorInference(Placement):
             function = model.function
             if node.value not in function.tensor_names or node.value in self._narrowed:
                 return False
-            if self._guessed is not None and node.value in function.guessed_names:
-                if self._unguessed:
-                    return False
-                self._guessed.append(node.value)
+            if self._guessed is not None:
+                if node.value in function.guessed_names:
+                    if self._unguessed:
+                        return False
+                    self._guessed.append(node.value)
+                elif node.value in function.guess_derived:
+                    if self._unguessed:
+                        return False
+                    self._guessed.extend(function.guess_derived[node.value])
             trusted = function.assumed_names.get(node.value)
             if trusted:
                 self.assumed.extend(trusted)
@@ -231,6 +237,33 @@ class TensorInference(Placement):
                 # self.kmeans(feats).tolist(): the method's return summary may say NumPy
                 self.assumed.append(target)
         self.assumed[mark:] = [t if t.startswith("~") else f"~{t.lstrip('?')}" for t in self.assumed[mark:]]
+
+    def tensor_and_guesses(self, node: cst.BaseExpression) -> tuple[bool, tuple[str, ...]]:
+        """Is ``node`` a tensor, and if only because of parameters taken for tensors by guess
+        alone (``score_threshold > 0`` in ``forward(ctx, boxes, score_threshold)``), which."""
+        if self._guessed is not None:  # nested in a question that collects them already
+            return self.is_tensor(node), ()
+        self._guessed = []
+        try:
+            if not self.is_tensor(node):
+                return False, ()
+            if not self._guessed:
+                return True, ()
+            mark = len(self.assumed)
+            self._unguessed = True
+            alone = not self.is_tensor(node)
+            del self.assumed[mark:]
+            return True, tuple(dict.fromkeys(self._guessed)) if alone else ()
+        finally:
+            self._guessed = None
+            self._unguessed = False
+
+    def note_guesses(self, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        """A read of ``value`` reported at ``node`` (``float(sigma)``) rests on guessed
+        parameters alone: kept for the cross-file check, as truth tests' are."""
+        _tensor, guesses = self.tensor_and_guesses(value)
+        if guesses:
+            self.rests_on[id(node)] = guesses
 
     def reads_tensor_value(self, node: cst.BaseExpression, dead=frozenset()) -> bool:
         """Does evaluating ``node`` for truth read a tensor's value on the host? Operands in
@@ -386,9 +419,45 @@ class TensorInference(Placement):
         return any(self.is_tensor(side) for side in sides)
 
     def reads_in_operator(self, node: cst.Comparison) -> bool:
-        """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host."""
+        """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host. Not ``key in
+        batch`` where the function reads ``batch`` by a string key (``batch["mask"]``): a
+        forward's argument guessed a tensor that is a mapping."""
         return any(isinstance(t.operator, (cst.In, cst.NotIn)) and self.is_tensor(t.comparator)
-                   and T.literal_string(node.left) is None for t in node.comparisons)
+                   and T.literal_string(node.left) is None and not self._keyed_mapping(t.comparator)
+                   for t in node.comparisons)
+
+    def _keyed_mapping(self, node: cst.BaseExpression) -> bool:
+        """A guessed tensor parameter the current function reads by a string key."""
+        model = self.model
+        if not (isinstance(node, cst.Name) and node.value in model.function.guessed_names and model._defs):
+            return False
+        function = model._defs[-1]
+        if self._keyed[0] is not function:
+            self._keyed = (function, _names_read_by_key(function))
+        return node.value in self._keyed[1]
+
+
+def _names_read_by_key(function: cst.FunctionDef) -> frozenset[str]:
+    """Names a function reads by a string key: ``batch["mask"]``, ``"mask" in batch``,
+    ``batch.get("mask")``."""
+    found: set[str] = set()
+
+    def on_visit(node) -> bool:
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) \
+                and T.literal_string(node.slice[0].slice.value) is not None:
+            found.add(node.value.value)
+        elif isinstance(node, cst.Comparison) and T.literal_string(node.left) is not None:
+            found.update(t.comparator.value for t in node.comparisons
+                         if isinstance(t.operator, (cst.In, cst.NotIn)) and isinstance(t.comparator, cst.Name))
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and isinstance(node.func.value, cst.Name) and node.func.attr.value == "get" and node.args \
+                and T.literal_string(node.args[0].value) is not None:
+            found.add(node.func.value.value)
+        return not isinstance(node, (cst.FunctionDef, cst.ClassDef)) or node is function
+
+    walk(function, on_visit, lambda node: None)
+    return frozenset(found)
 
 
 def _narrowed_to_python(node: cst.BooleanOperation) -> str:

@@ -52,6 +52,7 @@ class FunctionFrame:
     loader_names: set[str] = field(default_factory=set)  # MpDeviceLoader(...) bound here
     compiled_names: set[str] = field(default_factory=set)  # f = torch_xla.compile(g)
     guessed_names: set[str] = field(default_factory=set)  # forward(self, x, adaptive_r=None): tensors by guess
+    guess_derived: dict[str, tuple[str, ...]] = field(default_factory=dict)  # flag = thr > 0: rests on thr
     annotations: dict[str, cst.BaseExpression] = field(default_factory=dict)  # parameters as annotated
     params: frozenset = frozenset()  # the parameters' names
     returns_scalar: bool = False  # def f(...) -> int: what it returns on trust is no tensor

@@ -27,8 +27,8 @@ from collections import defaultdict
 
 # What a call passes for a parameter: "x" a value None on XLA (set so by the caller's XLA
 # branch), "n" the literal None, "f" the caller's own same-named parameter passed on,
-# "z" a false literal (False, 0, ""), "l" another Python literal, "c" a setting read from a
-# config object (args.fp16, self.cfg.normalize), "t" a name bound to a tensor not made on
+# "z" a false literal (False, 0, ""), "l" another Python literal, "c" another Python value:
+# a setting (args.fp16, self.cfg.normalize, self.training) or a builtin's result (float(s)), "t" a name bound to a tensor not made on
 # the CPU, "o" anything else; "k": a mapping with that key is read somewhere, so values may
 # come from data the project does not show (read by detective.lint.arg_facts only).
 XLA_NONE, NONE, FORWARDED, OTHER = "x", "n", "f", "o"

@@ -2745,3 +2745,124 @@ def test_a_kernel_built_at_the_first_call_needs_it_on_every_call():
     assert found[("model.py", 13, "RC001")] == "info"
     option = LAZY_KERNEL_OPS.replace("if self._ops is None:", "if self.use_fused:")
     assert _severities({"model.py": option})[("model.py", 13, "RC001")] == "warning"
+
+
+LABEL_EMBEDDER = """
+import torch
+
+
+class LabelEmbedder(torch.nn.Module):
+    def forward(self, labels, train, force_drop_ids=None):
+        if (train and self.dropout_prob > 0) or (force_drop_ids is not None):
+            labels = torch.where(torch.rand(labels.shape) < 0.1, 0, labels)
+        return self.table(labels)
+
+
+class DiT(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.y_embedder = LabelEmbedder()
+
+    def forward(self, x, y):
+        return x + self.y_embedder(y, self.training)
+"""
+
+
+def test_a_modules_training_flag_passed_on_is_a_python_value():
+    # DiT's LabelEmbedder: `train` is a forward parameter taken for a tensor by guess, and the
+    # only call hands it `self.training`, the bool .train()/.eval() set.
+    found = {(f.line, f.code): (f.severity, f.message) for f in lint_sources({"m.py": LABEL_EMBEDDER})}
+    severity, message = found[(7, "RC002")]
+    assert severity == "info" and "`train`" in message
+    tensor = LABEL_EMBEDDER.replace("self.y_embedder(y, self.training)", "self.y_embedder(y, x.sum())")
+    assert _severities({"m.py": tensor})[("m.py", 7, "RC002")] == "warning"
+
+
+KEYED_BATCH = """
+import torch
+
+
+class Diffusion(torch.nn.Module):
+    def forward(self, batch):
+        if self.precomputed and self.latents_key in batch:
+            return batch[self.latents_key]
+        return self.vae(batch["image"])
+
+
+class Lookup(torch.nn.Module):
+    def forward(self, labels):
+        if self.pad_id in labels:
+            return labels * 0
+        return labels
+"""
+
+
+def test_key_in_an_argument_read_by_string_keys_is_a_key_test():
+    # mosaicml/diffusion: `self.image_latents_key in batch` where the forward reads
+    # `batch["image"]`: a mapping, not Tensor.__contains__. A tensor argument keeps it.
+    found = _severities({"m.py": KEYED_BATCH})
+    assert ("m.py", 7, "RC001") not in found
+    assert found[("m.py", 14, "RC001")] == "warning"
+
+
+TUPLE_ATTRS = """
+import torch
+
+
+class InstanceNorm(torch.nn.Module):
+    def forward(self, x):
+        self.s, self.m = torch.std_mean(x, dim=-1, keepdim=True)
+        self.s += 1e-4
+        return (x - self.m) / self.s
+
+
+class Counter(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s, self.m = 0, 0
+
+    def forward(self, x):
+        self.s += 1
+        return x * self.s
+"""
+
+
+def test_attributes_unpacked_from_a_torch_result_hold_tensors():
+    # state-spaces/s4 ReversibleInstanceNorm1dInput: `self.s += 1e-4` adds to a tensor.
+    found = _severities({"m.py": TUPLE_ATTRS})
+    assert ("m.py", 8, "RC003") not in found
+    assert found[("m.py", 18, "RC003")] == "warning"
+
+
+NMS_FUNCTION = """
+import torch
+
+
+class NMSop(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, boxes, scores, score_threshold, sigma):
+        filtering = score_threshold > 0
+        if filtering:
+            boxes = boxes * 2
+        return boxes * float(sigma)
+
+
+def nms(boxes, scores, score_threshold=0, sigma=0.5):
+    return NMSop.apply(boxes, scores, score_threshold, float(sigma))
+
+
+class Head(torch.nn.Module):
+    def forward(self, boxes, scores):
+        return nms(boxes, scores, score_threshold=0.1)
+"""
+
+
+def test_a_local_made_from_python_valued_parameters_reads_no_tensor():
+    # mmcv's NMSop (vendored in LAVIS): `is_filtering_by_score = score_threshold > 0` and
+    # `float(sigma)`, where every call passes Python numbers through `NMSop.apply`.
+    found = {(f.line, f.code): (f.severity, f.message) for f in lint_sources({"m.py": NMS_FUNCTION})}
+    assert found[(9, "RC002")][0] == "info" and "`score_threshold`" in found[(9, "RC002")][1]
+    assert found[(11, "RC001")][0] == "info" and "`sigma`" in found[(11, "RC001")][1]
+    tensor = NMS_FUNCTION.replace("score_threshold=0.1", "score_threshold=scores.mean()")
+    assert _severities({"m.py": tensor})[("m.py", 9, "RC002")] == "warning"
+
