@@ -37,7 +37,7 @@ CPU_CUDA_PACKAGES = ("flashlight", "wav2letter", "k2", "fast_rnnt", "optimized_t
 # CUDA-only ones and the above. See detective.lint.cuda_only.
 CUDA_PACKAGES = ("flash_attn", "flash_attn_2_cuda", "flash_attn_interface", "mamba_ssm",
                  "causal_conv1d", "selective_scan_cuda", "deep_ep", "transformer_engine",
-                 "grouped_gemm", "megablocks", *CPU_CUDA_PACKAGES)
+                 "grouped_gemm", "megablocks", "cupy", "cupyx", "pynvrtc", "pycuda", *CPU_CUDA_PACKAGES)
 # Of those, the ones that install and import only with CUDA: a file importing one at module
 # level cannot be imported on an XLA host (see detective.lint.importable).
 IMPORT_NEEDS_CUDA = tuple(p for p in CUDA_PACKAGES if p not in CPU_CUDA_PACKAGES)

@@ -191,6 +191,22 @@ class CudaScopes:
             self.local_calls.append((id(node), scope.qualname, target[6:]))
             self._local_builds[id(node)] = target[6:]  # a class of this file, if it is one
             self._holding.update(self._open)
+        elif method and (owner := self._instance_class(func.value)):
+            # comp = Compiler(); comp.get_functions(), or Compiler().get_functions()
+            self.local_calls.append((id(node), scope.qualname, f"{owner}.{method}"))
+
+    def _instance_class(self, value: cst.BaseExpression) -> str | None:
+        """The class of this file that ``value`` is an instance of: a call to it, or a local
+        bound to one (``comp = Compiler()``)."""
+        model = self.model
+        if isinstance(value, cst.Call):
+            built = model.call_target(value.func)
+        elif isinstance(value, cst.Name) and model.functions:
+            built = model.function.instances.get(value.value)
+        else:
+            return None
+        name = built[6:] if built and built.startswith("local:") else None
+        return name if name in model.classes else None
 
     def leave_Module(self, node: cst.Module) -> None:
         scopes = self.model.scopes

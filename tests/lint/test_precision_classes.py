@@ -2866,3 +2866,39 @@ def test_a_local_made_from_python_valued_parameters_reads_no_tensor():
     tensor = NMS_FUNCTION.replace("score_threshold=0.1", "score_threshold=scores.mean()")
     assert _severities({"m.py": tensor})[("m.py", 9, "RC002")] == "warning"
 
+
+CUPY_KERNEL = """
+import torch
+from cupy.cuda import function
+
+
+class Compiler:
+    def functions(self):
+        module = function.Module()
+        return module.get_function("fwd")
+
+
+class ComputeGPU(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, dt):
+        fwd = Compiler().functions()
+        fwd(args=[x.data_ptr(), dt.item()])
+        return x
+
+
+class Recurrence(torch.nn.Module):
+    def forward(self, x):
+        return ComputeGPU.apply(x, self.dt)
+"""
+
+
+def test_a_kernel_launched_through_cupy_needs_cuda():
+    # state-spaces/s4's UnICORNN: a CUDA kernel compiled with pynvrtc and launched through cupy.
+    assert _severities({"m.py": CUPY_KERNEL})[("m.py", 16, "RC001")] == "info"
+    # The method called on a local bound to an instance of the file's class, as s4 does.
+    local = CUPY_KERNEL.replace("fwd = Compiler().functions()", "comp = Compiler(); fwd = comp.functions()")
+    assert _severities({"m.py": local})[("m.py", 16, "RC001")] == "info"
+    # torch.cuda.current_device() in the method is enough without cupy.
+    device = CUPY_KERNEL.replace("module = function.Module()", "module = self._cache[torch.cuda.current_device()]")
+    assert _severities({"m.py": device.replace("from cupy.cuda import function", "")})[("m.py", 16, "RC001")] == "info"
+
