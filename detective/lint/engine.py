@@ -16,6 +16,7 @@ from detective.lint.cache import CACHE_DIR, SummaryCache, content_hash
 from detective.lint.callgraph import Project
 from detective.lint.config import Config
 from detective.lint.discovery import absolute_path, discover, file_facts, is_project_dir, package_parts, relative_path
+from detective.lint.eager_backward import EagerBackwards
 from detective.lint.entrances import EagerRoots
 from detective.lint.environment import Environment
 from detective.lint.export_code import EXPORT_NOTE, export_checked
@@ -262,6 +263,7 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
         args = args or ArgFacts(project)
         return args
 
+    backwards = EagerBackwards(project)
     project.guard_dead = lambda summary, scope, guard: bool(arg_facts().dead_entry(summary, scope, guard))
     findings = []
     for summary in summaries:
@@ -287,8 +289,9 @@ def findings_for(summaries: list[FileSummary], config: Config, enabled: set[str]
                 dead = (arg_facts().dead_guard(summary, candidate) if candidate.guarded_by else "") \
                     or arg_facts().python_valued(summary, candidate)
             chain: tuple[ChainLink, ...] = ()
+            candidate, eager_note = backwards.weigh(summary, candidate)  # lint/eager_backward.py
             severity, note = facts.weigh(candidate, rule.measured_below, summary.facts)  # project, file facts
-            message = candidate.message + note + dead
+            message = candidate.message + note + (eager_note if severity != "warning" else "") + dead
             if dead:
                 severity = "info"
             elif severity == "warning" and summary.path in unimportable:

@@ -2902,3 +2902,41 @@ def test_a_kernel_launched_through_cupy_needs_cuda():
     device = CUPY_KERNEL.replace("module = function.Module()", "module = self._cache[torch.cuda.current_device()]")
     assert _severities({"m.py": device.replace("from cupy.cuda import function", "")})[("m.py", 16, "RC001")] == "info"
 
+
+BREAKING_FUNCTION = """
+import torch
+
+
+class Rosa(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        idx = torch.tensor(sorted(x.tolist()), device=x.device)
+        ctx.save_for_backward(x)
+        return x * idx
+
+    @staticmethod
+    def backward(ctx, gy):
+        (x,) = ctx.saved_tensors
+        return gy * float(x.sum())
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return Rosa.apply(x)
+
+
+model = torch.compile(Model())
+"""
+
+
+def test_the_backward_of_a_function_whose_forward_breaks_the_graph_runs_eagerly_under_compile():
+    # RWKV-v8's ROSA_1bit: the forward's .tolist() makes dynamo run the whole Function
+    # eagerly; its backward's host reads cost only where the backward is traced (torch_xla).
+    found = {(f.line, f.code): (f.severity, f.message) for f in lint_sources({"m.py": BREAKING_FUNCTION})}
+    assert found[(8, "RC001")][0] == "warning"
+    severity, message = found[(15, "RC001")]
+    assert severity == "info" and "runs eagerly, backward included" in message
+    on_xla = BREAKING_FUNCTION.replace("model = torch.compile(Model())", "import torch_xla")
+    assert _severities({"m.py": on_xla})[("m.py", 15, "RC001")] == "warning"
+    traced = BREAKING_FUNCTION.replace("sorted(x.tolist())", "x.flip(0)")
+    assert _severities({"m.py": traced})[("m.py", 15, "RC001")] == "warning"
