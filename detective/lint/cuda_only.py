@@ -34,6 +34,7 @@ import libcst as cst
 
 from detective.lint import tensors as T
 from detective.lint.api_names import CUDA_PACKAGES
+from detective.lint.jit_extensions import JitExtensions
 from detective.lint.model import EXTENSION_FACT, NEEDS_CUDA, NEEDS_CUDA_DEVICE
 from detective.lint.once_branches import memo_fill
 from detective.lint.syntax import block_statements
@@ -119,6 +120,7 @@ class CudaScopes:
         self.kernel_attrs: set[tuple[str, str]] = set()
         self.attr_calls: list[tuple[int, str, str, str]] = []  # (id(call), scope, class, attr)
         self._launches: list[tuple[int, str, str]] = []  # (id(call), scope, name) of name[grid](...)
+        self.jit = JitExtensions()  # kernels built with torch.utils.cpp_extension.load
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.functions[self.model.scope.qualname] = node  # the model entered it already
@@ -140,6 +142,7 @@ class CudaScopes:
     visit_Return = visit_Break = visit_Continue = _exit
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        self.jit.note_assign(node, self.model.resolve)
         value, class_name = node.value, self.model.scope.class_name
         prefix = _globals_prefix(value)
         if prefix and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
@@ -163,6 +166,7 @@ class CudaScopes:
             # _bwd_kernel[grid](...): a Triton launch if _bwd_kernel is a kernel of this file
             self._launches.append((id(node), model.scope.qualname, func.value.value))
         dotted = model.resolve(func)
+        self.jit.note_call(node, dotted, model.scope.qualname)
         on_cuda = _made_on_cuda(node, dotted, method, model.resolve)
         if on_cuda or is_cuda_call(dotted, method, self.own_package):
             self.direct.add(id(node))
@@ -194,6 +198,9 @@ class CudaScopes:
         elif method and (owner := self._instance_class(func.value)):
             # comp = Compiler(); comp.get_functions(), or Compiler().get_functions()
             self.local_calls.append((id(node), scope.qualname, f"{owner}.{method}"))
+        elif method == "apply" and isinstance(func.value, cst.Name) and func.value.value in model.classes:
+            # Fn.apply(...) of an autograd Function of this file runs Fn.forward
+            self.local_calls.append((id(node), scope.qualname, f"{func.value.value}.forward"))
 
     def _instance_class(self, value: cst.BaseExpression) -> str | None:
         """The class of this file that ``value`` is an instance of: a call to it, or a local
@@ -224,6 +231,9 @@ class CudaScopes:
             if (class_name, attr) in self.kernel_attrs:
                 self.direct.add(call)
                 self.direct_in.add(caller)
+        for call, caller in self.jit.kernel_calls():
+            self.direct.add(call)
+            self.direct_in.add(caller)
         kernels = {q for q, scope in scopes.items()
                    if "." not in q and any(d in TRITON_KERNELS for d in scope.decorators)}
         for call, caller, name in self._launches:

@@ -2507,7 +2507,9 @@ def test_a_function_that_launches_a_triton_kernel_of_its_file_needs_a_gpu():
     })
     assert found[("kern.py", 11, "RC001")] == "info"
     assert ("kern.py", 13, "RC002") not in found or found[("kern.py", 13, "RC002")] == "info"
-    assert found[("kern.py", 27, "RC001")] == "warning"
+    # Attn.apply runs Attn.forward, which launches the kernel: a forward that applies it on
+    # every call never runs on an XLA host either.
+    assert found[("kern.py", 27, "RC001")] == "info"
 
 
 def test_a_tensor_made_on_a_literal_cuda_device_needs_cuda_like_a_cuda_move():
@@ -2940,3 +2942,50 @@ def test_the_backward_of_a_function_whose_forward_breaks_the_graph_runs_eagerly_
     assert _severities({"m.py": on_xla})[("m.py", 15, "RC001")] == "warning"
     traced = BREAKING_FUNCTION.replace("sorted(x.tolist())", "x.flip(0)")
     assert _severities({"m.py": traced})[("m.py", 15, "RC001")] == "warning"
+
+
+JIT_KERNEL = """
+import torch
+from torch.utils.cpp_extension import load
+
+wkv_cuda = load(name="wkv", sources=["cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"], verbose=True)
+
+
+class WKV(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, w, k):
+        y = torch.empty_like(k)
+        wkv_cuda.forward(w, k, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, gy):
+        return gy * float(gy.sum()), None
+
+
+def run_kernel(w, k):
+    return WKV.apply(w, k)
+
+
+class TimeMix(torch.nn.Module):
+    def forward(self, x):
+        y = run_kernel(self.w, x)
+        return y * y.max().item()
+"""
+
+
+def test_a_kernel_built_with_cpp_extension_load_from_cuda_sources_needs_cuda():
+    # RWKV-v4: wkv_cuda = load(name="wkv", sources=[..., "wkv_cuda.cu"]) then wkv_cuda.forward(...)
+    # in an autograd Function. Its callers, and the Function's backward, never run on XLA.
+    found = _severities({"m.py": JIT_KERNEL})
+    assert found[("m.py", 27, "RC001")] == "info"
+    assert found[("m.py", 17, "RC001")] == "info"
+    # torch.ops.<name>.* of a build registered with is_python_module=False, through an alias
+    # bound before the build.
+    ops = JIT_KERNEL.replace('wkv_cuda = load(name="wkv", sources=', 'OP = torch.ops.wkv\nload(name="wkv", is_python_module=False, sources=') \
+        .replace("wkv_cuda.forward(w, k, y)", "OP.forward(w, k, y)")
+    assert _severities({"m.py": ops})[("m.py", 28, "RC001")] == "info"
+    # A build from C++ sources alone runs on the CPU host: nothing needs CUDA.
+    cpu = JIT_KERNEL.replace('"cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"', '"cpu/wkv_op.cpp"')
+    assert _severities({"m.py": cpu})[("m.py", 27, "RC001")] == "warning"
+
