@@ -8,6 +8,8 @@ methods update; kept apart so the model's imports, scopes and classes read on th
 
 from __future__ import annotations
 
+import dataclasses
+
 import libcst as cst
 
 from detective.lint import tensors as T
@@ -246,8 +248,38 @@ class Bindings(CallSiteParams):
                 cls.info.attr_types[attr] = dotted if imported else f"local:{dotted}"
 
     def visit_For(self, node: cst.For) -> None:
-        it = node.iter
-        target = node.target
+        self._bind_loop(node.target, node.iter, node.body)
+
+    # A comprehension binds its targets before its element is walked (libcst visits the
+    # element first) and only inside it: `[str(x) for x in row.tolist()]` in a forward(x).
+    def visit_ListComp(self, node) -> None:
+        self._enter_comprehension(node.for_in, node.elt)
+
+    def visit_DictComp(self, node) -> None:
+        self._enter_comprehension(node.for_in, node.value)
+
+    visit_SetComp = visit_GeneratorExp = visit_ListComp
+
+    def leave_ListComp(self, node) -> None:
+        saved = self._comprehensions.pop()
+        if saved is not None:
+            restore_names(self.function, saved)
+
+    leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_ListComp
+
+    def _enter_comprehension(self, for_in: cst.CompFor, element: cst.CSTNode) -> None:
+        if not self.functions:  # module level: no frame to bind in
+            self._comprehensions.append(None)
+            return
+        fors = [for_in]
+        while fors[-1].inner_for_in is not None:
+            fors.append(fors[-1].inner_for_in)
+        names = [n for comp in fors for n in bound_names(comp.target)]
+        self._comprehensions.append(save_names(self.function, names))
+        for comp in fors:
+            self._bind_loop(comp.target, comp.iter, element)
+
+    def _bind_loop(self, target: cst.BaseExpression, it: cst.BaseExpression, body: cst.CSTNode) -> None:
         called = self.resolve(it.func) if isinstance(it, cst.Call) else None
         if _names_keys_or_indices(it, self.resolve):
             self.bind_target(target)  # keys, names and indices: not input data
@@ -258,7 +290,7 @@ class Bindings(CallSiteParams):
         elif called == "enumerate" and isinstance(target, cst.Tuple) and len(target.elements) == 2:
             self.bind_target(target.elements[0].value)
             self._bind_items(target.elements[1].value, it.args[0].value if it.args else None)
-        elif self.infer.iterates_keys(node):
+        elif self.infer.iterates_keys(target, it, body):
             self.bind_target(target)  # for k in d: ... d[k]: d is a mapping, k its key
         else:
             # for row in batch_tensor: each row is a tensor too.
@@ -278,7 +310,8 @@ class Bindings(CallSiteParams):
         of ``product(...)`` or of a helper's result are tensors only if it returns one)."""
         infer = self.infer
         infer.assumed.clear()
-        tensor = iterable is not None and infer.is_tensor(iterable)
+        # for c in batch["captions"]: a field iterated item by item in Python is a list
+        tensor = iterable is not None and infer.is_tensor(iterable) and not infer.data_field_only(iterable)
         trusted = tuple(dict.fromkeys(infer.assumed)) if tensor else ()
         infer.assumed.clear()
         self.bind_target(target, data=True, tensor=tensor)
@@ -405,3 +438,35 @@ def _names_keys_or_indices(it: cst.BaseExpression, resolve) -> bool:
         return False
     method = it.func.attr.value if isinstance(it.func, cst.Attribute) else ""
     return method in {"items", "keys"} or method.startswith("named_") or resolve(it.func) == "range"
+
+
+def save_names(frame, names: list[str]) -> list[tuple]:
+    """What a :class:`~detective.lint.semantic.FunctionFrame` knows about ``names``, to put
+    back when a comprehension that rebinds them is left (its targets are its own)."""
+    saved = []
+    for name in dict.fromkeys(names):
+        for field_name in _name_fields(frame):
+            held = getattr(frame, field_name)
+            saved.append((field_name, name, name in held, held.get(name) if isinstance(held, dict) else None))
+    return saved
+
+
+def restore_names(frame, saved: list[tuple]) -> None:
+    for field_name, name, present, value in saved:
+        held = getattr(frame, field_name)
+        if isinstance(held, dict):
+            (held.__setitem__(name, value) if present else held.pop(name, None))
+        else:
+            (held.add(name) if present else held.discard(name))
+
+
+def _name_fields(frame) -> tuple[str, ...]:
+    """The frame's fields keyed by name (sets and dicts)."""
+    global _NAME_FIELDS
+    if _NAME_FIELDS is None:
+        _NAME_FIELDS = tuple(f.name for f in dataclasses.fields(frame)
+                             if isinstance(getattr(frame, f.name), (set, dict)))
+    return _NAME_FIELDS
+
+
+_NAME_FIELDS: tuple[str, ...] | None = None

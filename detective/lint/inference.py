@@ -103,6 +103,8 @@ class TensorInference(Placement):
             function = model.function
             if node.value not in function.tensor_names or node.value in self._narrowed:
                 return False
+            if node.value in function.guessed_names and self._keyed_mapping(node):
+                return False  # forward(self, samples) read as samples["text_input"]: a mapping
             if self._guessed is not None:
                 if node.value in function.guessed_names:
                     if self._unguessed:
@@ -238,6 +240,18 @@ class TensorInference(Placement):
                 self.assumed.append(target)
         self.assumed[mark:] = [t if t.startswith("~") else f"~{t.lstrip('?')}" for t in self.assumed[mark:]]
 
+    def data_field_only(self, node: cst.BaseExpression) -> bool:
+        """``batch["captions"]``: taken for a tensor only as a field of a mapping that came in
+        as data (no tensor stored under the key here, no model output)."""
+        if not (isinstance(node, cst.Subscript) and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)
+                and T.literal_string(node.slice[0].slice.value) is not None):
+            return False
+        value, function = node.value, self.model.function
+        # (a tensor has no string keys: a guessed tensor read so is a mapping too)
+        return isinstance(value, cst.Name) and value.value in function.data_names \
+            and value.value not in function.container_names and value.value not in function.key_kinds
+
     def tensor_and_guesses(self, node: cst.BaseExpression) -> tuple[bool, tuple[str, ...]]:
         """Is ``node`` a tensor, and if only because of parameters taken for tensors by guess
         alone (``score_threshold > 0`` in ``forward(ctx, boxes, score_threshold)``), which."""
@@ -327,17 +341,18 @@ class TensorInference(Placement):
             return self.is_host_value(node.expression)
         return False
 
-    def iterates_keys(self, loop: cst.For) -> bool:
-        """``for k in d:`` whose body reads ``d[k]``: ``d`` is a mapping (a dict of tensors
-        taken for a tensor), so ``k`` is one of its keys, no tensor row."""
-        if not isinstance(loop.target, cst.Name):
+    def iterates_keys(self, target: cst.BaseExpression, iterable: cst.BaseExpression, body: cst.CSTNode) -> bool:
+        """``for k in d:`` whose body reads ``d[k]`` (a comprehension's element for its
+        ``for``): ``d`` is a mapping (a dict of tensors taken for a tensor), so ``k`` is one
+        of its keys, no tensor row."""
+        if not isinstance(target, cst.Name):
             return False
         mark = len(self.assumed)
-        tensor = self.is_tensor(loop.iter)
+        tensor = self.is_tensor(iterable)
         del self.assumed[mark:]  # a question, not evidence a finding stands on
         if not tensor:
             return False  # only a loop over a supposed tensor is worth the look
-        iterable, item, found = loop.iter, loop.target.value, False
+        item, found = target.value, False
 
         def indexed_by_item(node) -> bool:  # <iterable>[<item>]; stop looking once found
             nonlocal found
@@ -348,7 +363,7 @@ class TensorInference(Placement):
                 found = True
             return not found
 
-        walk(loop.body, indexed_by_item, lambda node: None)  # not .visit: it rebuilds the body
+        walk(body, indexed_by_item, lambda node: None)  # not .visit: it rebuilds the body
         return found
 
     # ------------------------------------------------------------------ internals
@@ -419,15 +434,14 @@ class TensorInference(Placement):
         return any(self.is_tensor(side) for side in sides)
 
     def reads_in_operator(self, node: cst.Comparison) -> bool:
-        """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host. Not ``key in
-        batch`` where the function reads ``batch`` by a string key (``batch["mask"]``): a
-        forward's argument guessed a tensor that is a mapping."""
+        """``-1 in labels``: ``Tensor.__contains__`` reads the tensor on the host (not ``key in
+        batch`` where the function reads ``batch["mask"]``: see is_tensor)."""
         return any(isinstance(t.operator, (cst.In, cst.NotIn)) and self.is_tensor(t.comparator)
-                   and T.literal_string(node.left) is None and not self._keyed_mapping(t.comparator)
-                   for t in node.comparisons)
+                   and T.literal_string(node.left) is None for t in node.comparisons)
 
     def _keyed_mapping(self, node: cst.BaseExpression) -> bool:
-        """A guessed tensor parameter the current function reads by a string key."""
+        """A guessed tensor parameter the current function reads by a string key
+        (``batch["mask"]``, ``"mask" in batch``, ``batch.get("mask")``): a mapping."""
         model = self.model
         if not (isinstance(node, cst.Name) and node.value in model.function.guessed_names and model._defs):
             return False

@@ -105,6 +105,7 @@ class SemanticModel(Bindings):
         self._resolved: dict[int, str | None] = {}  # id(node) -> dotted; the tree outlives the walk
         self._targets: dict[int, str | None] = {}  # id(func) -> call_target, while the aliases hold
         self._defs: list[cst.FunctionDef] = []  # the functions being walked, innermost last
+        self._comprehensions: list[list | None] = []  # what each open comprehension's targets hid
         # `if isinstance(p, int):` -> id of the side where p is a Python number -> p; the
         # sides being walked with such a name, innermost last (infer._narrowed holds it).
         self._narrowing: dict[int, str] = {}

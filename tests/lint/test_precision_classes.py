@@ -2989,3 +2989,49 @@ def test_a_kernel_built_with_cpp_extension_load_from_cuda_sources_needs_cuda():
     cpu = JIT_KERNEL.replace('"cuda/wkv_op.cpp", "cuda/wkv_cuda.cu"', '"cpu/wkv_op.cpp"')
     assert _severities({"m.py": cpu})[("m.py", 27, "RC001")] == "warning"
 
+
+COMPREHENSION_TARGET = """
+import torch
+
+
+class Printer(torch.nn.Module):
+    def forward(self, x, n: int):
+        names = "".join([str(x) for x in range(n)])
+        if x.sum() > 0:
+            return x * len(names)
+        return x
+"""
+
+
+def test_a_comprehension_target_is_bound_inside_it_only():
+    # RWKV-v8: print(''.join([str(x) for x in bbb[c].tolist()])) in a forward(self, x):
+    # the comprehension's x is a Python int; the forward's x is a tensor again after it.
+    found = _severities({"m.py": COMPREHENSION_TARGET})
+    assert ("m.py", 7, "RC001") not in found
+    assert found[("m.py", 8, "RC002")] == "warning"
+
+
+CAPTIONS = """
+import torch
+
+
+class Captioner(torch.nn.Module):
+    def forward(self, samples):
+        if samples == {} or not any([m in samples for m in self.modalities]):
+            return {"loss": torch.tensor(0.0)}
+        prompts = [f"{t}{self.postfix}" for t in samples["text_input"]]
+        sizes = [int(h) for h in samples["image"].shape]
+        rows = [int(r) for r in self.encoder(samples["image"])]
+        return self.llm(prompts, sizes, rows)
+"""
+
+
+def test_an_argument_read_by_string_keys_is_a_mapping_and_its_fields_iterate_as_lists():
+    # LAVIS' Blip2VicunaXInstruct.forward(samples): `samples == {}` compares a dict, and
+    # `[f"{t}..." for t in samples["text_input"]]` formats captions. Items of a model's
+    # output are still tensors.
+    found = _severities({"m.py": CAPTIONS})
+    assert ("m.py", 7, "RC002") not in found
+    assert ("m.py", 9, "RC001") not in found
+    assert ("m.py", 10, "RC001") not in found
+    assert found[("m.py", 11, "RC001")] == "warning"
